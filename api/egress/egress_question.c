@@ -93,12 +93,14 @@ static json_t *fields(const char *head, size_t n, const struct http_rule *u)
 		len = (size_t)(end - (head + at));
 		colon = memchr(head + at, ':', len);
 		if (colon && json_array_size(arr) < EGRESS_DECISION_HEADERS_MAX) {
+			/* A longer name is cut (kilnd takes 256 bytes), never left out. */
 			char name[257];
+			size_t cut;
 
 			name_len = (size_t)(colon - (head + at));
-			if (name_len && name_len < sizeof(name) &&
-			    !injected_by(u, head + at, name_len)) {
-				for (size_t i = 0; i < name_len; i++) {
+			cut = name_len < sizeof(name) ? name_len : sizeof(name) - 1;
+			if (name_len && !injected_by(u, head + at, name_len)) {
+				for (size_t i = 0; i < cut; i++) {
 					char c = head[at + i];
 
 					name[i] = c >= 'A' && c <= 'Z' ? (char)(c - 'A' + 'a') : c;
@@ -110,7 +112,7 @@ static json_t *fields(const char *head, size_t n, const struct http_rule *u)
 				       (head[at + len - 1] == ' ' || head[at + len - 1] == '\t'))
 					len--;
 				json_array_append_new(arr,
-						      json_pack("[s%o]", name, name_len,
+						      json_pack("[s%o]", name, cut,
 								shown(head + at + v, len - v,
 								      EGRESS_DECISION_VALUE_MAX)));
 			}

@@ -7,10 +7,11 @@
  *    "connect" before it is spliced or decrypted; a plain HTTP request
  *    and each request on a decrypted flow ask "request", with the head's
  *    fields in order (the ones the deciding rule injects left out: their
- *    names are in "inject", their values never anywhere), each value cut
- *    to EGRESS_DECISION_VALUE_MAX (the path is never cut: a callback
- *    decides on the path that goes upstream) and any byte outside
- *    visible ASCII, space and tab shown as '?'.
+ *    names are in "inject", their values never anywhere), at most
+ *    EGRESS_DECISION_HEADERS_MAX, each name cut to 256 bytes and each
+ *    value to EGRESS_DECISION_VALUE_MAX (the path is never cut: a
+ *    callback decides on the path that goes upstream) and any byte
+ *    outside visible ASCII, space and tab shown as '?'.
  *  - What a flow or request that failed its checks (not TLS or HTTP, a
  *    name that differs from the destination's) never asks: the callback
  *    decides among well-formed flows only, never past those checks.

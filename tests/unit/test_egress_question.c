@@ -181,6 +181,36 @@ static void test_request_bounds(void **state)
 	free(big);
 }
 
+/* A field whose name is longer than a question shows (256 bytes) is
+ * listed with its name cut, never left out: the client sees every field
+ * the guest sends upstream (the first 100). */
+static void test_request_long_name(void **state)
+{
+	char head[1024], name[301];
+	struct proxy_v2 h = hdr();
+	struct egress_flow f;
+	struct err e = { { 0 } };
+	json_t *q, *clean, *fields;
+
+	(void)state;
+	memset(name, 'n', 300);
+	name[300] = '\0';
+	snprintf(head, sizeof(head), "GET / HTTP/1.1\r\nHost: api.test\r\n%s: hidden?\r\n\r\n",
+		 name);
+	f = request_flow(head, "/");
+	q = egress_question_request(4, 0, &h, "api.test", &f, head, NULL);
+	assert_non_null(q);
+	fields = json_object_get(q, "headers");
+	assert_int_equal(json_array_size(fields), 2);
+	name[256] = '\0';
+	assert_string_equal(json_string_value(json_array_get(json_array_get(fields, 1), 0)), name);
+	assert_string_equal(json_string_value(json_array_get(json_array_get(fields, 1), 1)),
+			    "hidden?");
+	assert_int_equal(egress_decision_question_clean(q, &clean, &e), 0);
+	json_decref(clean);
+	json_decref(q);
+}
+
 /* A path longer than a header value's cut is shown whole: the client
  * decides on the path that goes upstream, never on a prefix of it. */
 static void test_request_long_path(void **state)
@@ -340,9 +370,10 @@ static void test_changes(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_connect),        cmocka_unit_test(test_request),
-		cmocka_unit_test(test_request_bounds), cmocka_unit_test(test_request_long_path),
-		cmocka_unit_test(test_apply),          cmocka_unit_test(test_changes),
+		cmocka_unit_test(test_connect),           cmocka_unit_test(test_request),
+		cmocka_unit_test(test_request_bounds),    cmocka_unit_test(test_request_long_path),
+		cmocka_unit_test(test_request_long_name), cmocka_unit_test(test_apply),
+		cmocka_unit_test(test_changes),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
