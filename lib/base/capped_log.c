@@ -58,6 +58,8 @@ bool capped_log_pump(struct capped_log *l)
 			return true; /* a writer that never stops waits for the next poll */
 		if (n > 0) {
 			capped_log_write(l, buf, (size_t)n);
+			if (l->tap)
+				l->tap(l->tap_arg, (const char *)buf, (size_t)n);
 			took += (size_t)n;
 			continue;
 		}

@@ -21,6 +21,10 @@ struct capped_log {
 	const char *name, *old; /* "vmm.log" and "vmm.log.1" */
 	int fd, pipe_r;         /* pipe_r: the child's end we read (capped_log_attach), -1: none */
 	uint64_t written, cap;
+	/* Optional: each chunk capped_log_pump copies, as it is (a reader of
+	 * the child's lines: kilnd counts its egress proxies' decisions). */
+	void (*tap)(void *arg, const char *p, size_t n);
+	void *tap_arg;
 };
 
 /* Start l afresh: old removed, name truncated. 0, or -errno (l->fd -1). */

@@ -557,6 +557,42 @@ test_kilnd_egress_proxy() {
   kd_check 'printf "%s" "$body" | grep -q "authorization"' "GET .../egress/log names the injected header: ${body:0:600}"
   kd_check '! grep -rqs "$secret" "$kd/kilnd.log" "$kd/state/sandboxes/$sid"/*.log' "no log of kilnd's holds the secret"
 
+  # A policy callback through the Python SDK (egress_policy_client.py):
+  # it denies what the rules allow, adds a header, allows a POST the rule
+  # does not; a silent one fails closed at its deadline.
+  local cpid
+  python3 tests/integration/egress_policy_client.py "$kds" "$sid" decide "$tdir/ready" >"$tdir/client.out" 2>&1 &
+  cpid=$!
+  for _ in $(seq 1 600); do [ -s "$tdir/ready" ] || ! kill -0 "$cpid" 2>/dev/null && break; sleep 0.1; done
+  kd_check '[ -s "$tdir/ready" ]' "the SDK's policy client did not attach: $(tail -c 600 "$tdir/client.out")"
+  api GET "/v1/sandboxes/$sid/egress/decisions" -H "Connection: Upgrade" -H "Upgrade: kiln-decisions"
+  kd_check '[ $status = 409 ] && [ "$(jget .error.code)" = busy ]' "a second decision client: $status $body"
+  kd_sh "$sid" 'kiln-bench-get 1 https://api.test/blocked 2>&1'
+  kd_check '! kd_out | grep -q "^run 0 " && ! grep -q "GET /blocked" "$hlog"' \
+    "a request the callback denies is refused: '$(kd_out)'"
+  kd_sh "$sid" 'kiln-bench-get 1 https://api.test/agent 2>&1'
+  kd_check 'kd_out | grep -q "^run 0 " && grep -qx "https 203.0.113.10:443 GET /agent authorization=Bearer $secret x-agent=a1" "$hlog"' \
+    "the callback's header and the rule's secret both arrive: '$(kd_out)' ($(grep "/agent" "$hlog" | sed "s/$secret/SECRET/g"))"
+  kd_sh "$sid" 'wget -q -O - --post-data x http://plain.test/ 2>&1; echo rc=$?'
+  kd_check 'kd_out | grep -q "^kiln-net 203.0.113.10:80"' "a POST the rules deny and the callback allows: '$(kd_out)'"
+  kd_check 'grep -q "\"kind\": \"connect\"" "$tdir/client.out" && grep -q "\"path\": \"/agent\"" "$tdir/client.out" && ! grep -q "$secret" "$tdir/client.out"' \
+    "the callback saw connects and requests, never the secret: $(tail -c 600 "$tdir/client.out" | sed "s/$secret/SECRET/g")"
+  kill "$cpid" 2>/dev/null
+  wait "$cpid" 2>/dev/null
+  rm -f "$tdir/ready"
+  python3 tests/integration/egress_policy_client.py "$kds" "$sid" silent "$tdir/ready" >"$tdir/client2.out" 2>&1 &
+  cpid=$!
+  for _ in $(seq 1 600); do [ -s "$tdir/ready" ] || ! kill -0 "$cpid" 2>/dev/null && break; sleep 0.1; done
+  kd_sh "$sid" 'kiln-bench-get 1 https://api.test/slow 2>&1'
+  kd_check '! kd_out | grep -q "^run 0 " && ! grep -q "GET /slow" "$hlog"' "a callback that does not answer in time fails closed: '$(kd_out)'"
+  kill "$cpid" 2>/dev/null
+  wait "$cpid" 2>/dev/null
+  api GET "/v1/sandboxes/$sid/egress/log?lines=1000"
+  kd_check 'printf "%s" "$body" | grep -q "\"policy\":\"timeout\"" && printf "%s" "$body" | grep -q "\"policy\":\"callback\""' \
+    "the egress log says who decided: ${body: -800}"
+  kd_sh "$sid" 'kiln-bench-get 1 https://api.test/after 2>&1'
+  kd_check 'kd_out | grep -q "^run 0 "' "the client gone, the rules decide again: '$(kd_out)'"
+
   # No http rule left: the proxy stops and port 80 goes out through passt.
   api PUT "/v1/sandboxes/$sid/firewall" -d '{"outbound_internet":true}'
   kd_check '[ $status = 200 ]' "PUT without http rules"

@@ -18,8 +18,9 @@ bound to addresses the test put on the namespace's loopback.
                        a missing one below an entry of DIR is a 404: git's dumb
                        HTTP and a pip index are served), any other request is
                        answered "kiln-net-tls ADDR:PORT METHOD PATH"; logs
-                       "https ADDR:PORT METHOD PATH authorization=VALUE" (test-only:
-                       the egress tests check what the proxy injected)
+                       "https ADDR:PORT METHOD PATH authorization=VALUE" and
+                       " x-agent=VALUE" when sent (test-only: the egress tests
+                       check what the proxy and a policy callback added)
   --dns ADDR           UDP DNS on port 53: A records from --zone NAME=IP,
                        NOERROR and no answer for other types of those
                        names, NXDOMAIN for the rest
@@ -90,8 +91,10 @@ def https(spec, cert, key, static):
             n = int(self.headers.get("content-length") or 0)
             if n:
                 self.rfile.read(n)
-            log("https %s:%d %s %s authorization=%s" % (addr, port, self.command, self.path,
-                                                       self.headers.get("authorization", "-")))
+            log("https %s:%d %s %s authorization=%s%s" % (addr, port, self.command, self.path,
+                                                         self.headers.get("authorization", "-"),
+                                                         " x-agent=" + self.headers["x-agent"]
+                                                         if "x-agent" in self.headers else ""))
             path = os.path.normpath("/" + self.path.split("?", 1)[0]).lstrip("/")
             f = os.path.join(static, path) if static and path else None
             if f and os.path.isdir(f):

@@ -48,13 +48,15 @@ static void test_request_line(void **state)
 				.path = "/a\"b\\c",
 				.decision = "allow",
 				.reason = "",
+				.policy = "callback",
 				.rule = 2,
 				.up = 312,
 				.injected = { "authorization" },
 				.n_injected = 1 };
-	static const char *const keys[] = { "time",   "src",      "dst",        "name",     "sni",
-					    "host",   "method",   "path",       "decision", "rule",
-					    "reason", "bytes_up", "bytes_down", "injected" };
+	static const char *const keys[] = {
+		"time",     "src",  "dst",    "name",   "sni",      "host",       "method",  "path",
+		"decision", "rule", "reason", "policy", "bytes_up", "bytes_down", "injected"
+	};
 	char text[2048];
 	json_t *j;
 
@@ -70,6 +72,7 @@ static void test_request_line(void **state)
 	assert_string_equal(json_string_value(json_object_get(j, "dst")), "140.82.112.6:443");
 	assert_string_equal(json_string_value(json_object_get(j, "path")), "/a\"b\\c");
 	assert_int_equal(json_integer_value(json_object_get(j, "rule")), 2);
+	assert_string_equal(json_string_value(json_object_get(j, "policy")), "callback");
 	assert_int_equal(json_integer_value(json_object_get(j, "bytes_up")), 312);
 	assert_string_equal(json_string_value(json_array_get(json_object_get(j, "injected"), 0)),
 			    "authorization");
@@ -92,6 +95,7 @@ static void test_unknowns_are_null(void **state)
 	assert_true(json_is_null(json_object_get(j, "name")));
 	assert_true(json_is_null(json_object_get(j, "method")));
 	assert_true(json_is_null(json_object_get(j, "rule")));
+	assert_true(json_is_null(json_object_get(j, "policy")));
 	assert_int_equal(json_array_size(json_object_get(j, "injected")), 0);
 	assert_string_equal(json_string_value(json_object_get(j, "reason")), "bad PROXY v2 header");
 	json_decref(j);

@@ -64,14 +64,23 @@ static void expect_argv(const struct egress_argv *a, const char *const *want)
 
 static void test_argv(void **state)
 {
-	static const char *const plan[] = {
-		"/usr/lib/kiln/kiln-egress", "--listen-fd", "3",           "--rules",
-		"/tmp/egress/rules.json",    "--ca",        "/tmp/egress", "--secrets",
-		"/tmp/egress/secrets.json",  NULL
-	};
+	static const char *const plan[] = { "/usr/lib/kiln/kiln-egress",
+					    "--listen-fd",
+					    "3",
+					    "--policy-fd",
+					    "4",
+					    "--rules",
+					    "/tmp/egress/rules.json",
+					    "--ca",
+					    "/tmp/egress",
+					    "--secrets",
+					    "/tmp/egress/secrets.json",
+					    NULL };
 	static const char *const upstream[] = { "/usr/lib/kiln/kiln-egress",
 						"--listen-fd",
 						"3",
+						"--policy-fd",
+						"4",
 						"--rules",
 						"/tmp/egress/rules.json",
 						"--ca",

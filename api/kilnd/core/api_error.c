@@ -53,6 +53,7 @@ static const struct {
 	[API_E_IO_ERROR] = { "io_error", 500 },
 	[API_E_AGENT_PROTOCOL] = { "agent_protocol_error", 502 },
 	[API_E_AGENT_UNAVAILABLE] = { "agent_unavailable", 503 },
+	[API_E_NO_EGRESS_PROXY] = { "no_egress_proxy", 409 },
 	[API_E_JAIL_UNAVAILABLE] = { "jail_unavailable", 503 },
 	[API_E_TOO_MANY_CONNECTIONS] = { "too_many_connections", 503 },
 	[API_E_SHUTTING_DOWN] = { "shutting_down", 503 },

@@ -158,6 +158,16 @@ char *metrics_render(const struct kiln_metrics *m, const unsigned states[SANDBOX
 		"Egress proxies started again after they ended while their sandbox ran.",
 		m->egress_proxy_restarts);
 	fprintf(f,
+		"# HELP kiln_egress_decisions_total The egress proxies' decisions on flows and "
+		"requests, by verdict and by who decided (the rules, a policy callback, its "
+		"timeout).\n# TYPE kiln_egress_decisions_total counter\n");
+	for (int v = 0; v < 2; v++)
+		for (int by = 0; by < 3; by++)
+			fprintf(f, "kiln_egress_decisions_total{decision=\"%s\",by=\"%s\"} %llu\n",
+				v ? "deny" : "allow",
+				(const char *const[]){ "rules", "callback", "timeout" }[by],
+				(unsigned long long)m->egress_decisions[v][by]);
+	fprintf(f,
 		"# HELP kiln_http_requests_total HTTP responses by status class.\n"
 		"# TYPE kiln_http_requests_total counter\n");
 	for (int c = 1; c <= 5; c++)

@@ -42,6 +42,9 @@ struct kiln_metrics {
 	/* egress proxies (supervision/egress_proxy.h), read at each scrape */
 	unsigned egress_proxies;
 	uint64_t egress_proxy_restarts;
+	/* their decisions: [0] allowed, [1] denied; by the rules, a policy
+	 * callback, its timeout */
+	uint64_t egress_decisions[2][3];
 	unsigned secrets; /* named secrets held (every owner), read at each scrape; no names */
 	uint64_t http[6]; /* responses by status class: [2] = 2xx, ... */
 	struct histogram boot_seconds, exec_seconds;

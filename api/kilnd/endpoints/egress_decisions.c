@@ -149,19 +149,14 @@ static bool from_client(struct decisions *s, int sock, const char *line, size_t 
 	return true;
 }
 
-/* Read what fd has into li; each whole line to take(). -1: fd ended or
- * failed (or take said stop), 0: go on. */
-static int pump(struct decisions *s, int fd, int sock, struct line_in *li,
-		bool (*take)(struct decisions *, int, const char *, size_t))
+/* Each whole line li holds to take(), the rest kept: 0, or -1 when take
+ * said stop (a line over EGRESS_DECISION_LINE_MAX is dropped; from the
+ * client, with an error line). */
+static int take_lines(struct decisions *s, int sock, struct line_in *li, bool client,
+		      bool (*take)(struct decisions *, int, const char *, size_t))
 {
-	ssize_t r = recv(fd, li->buf + li->n, EGRESS_DECISION_LINE_MAX - li->n, MSG_DONTWAIT);
 	char *nl;
 
-	if (r < 0)
-		return errno == EAGAIN || errno == EINTR ? 0 : -1;
-	if (r == 0)
-		return -1;
-	li->n += (size_t)r;
 	while ((nl = memchr(li->buf, '\n', li->n))) {
 		size_t len = (size_t)(nl - li->buf);
 
@@ -171,16 +166,31 @@ static int pump(struct decisions *s, int fd, int sock, struct line_in *li,
 		memmove(li->buf, nl + 1, li->n - len - 1);
 		li->n -= len + 1;
 	}
-	if (li->n == EGRESS_DECISION_LINE_MAX) {
-		li->skipping = true;
-		li->n = 0;
-		if (fd == sock &&
-		    !send_line(s, sock,
-			       json_pack("{s:s,s:n,s:s}", "kind", "error", "id", "message",
-					 "a line over 131072 bytes: dropped")))
-			return -1;
-	}
+	if (li->n < EGRESS_DECISION_LINE_MAX)
+		return 0;
+	li->skipping = true;
+	li->n = 0;
+	if (client &&
+	    !send_line(s, sock,
+		       json_pack("{s:s,s:n,s:s}", "kind", "error", "id", "message",
+				 "a line over 131072 bytes: dropped")))
+		return -1;
 	return 0;
+}
+
+/* Read what fd has into li and take its lines. -1: fd ended or failed
+ * (or take said stop), 0: go on. */
+static int pump(struct decisions *s, int fd, int sock, struct line_in *li,
+		bool (*take)(struct decisions *, int, const char *, size_t))
+{
+	ssize_t r = recv(fd, li->buf + li->n, EGRESS_DECISION_LINE_MAX - li->n, MSG_DONTWAIT);
+
+	if (r < 0)
+		return errno == EAGAIN || errno == EINTR ? 0 : -1;
+	if (r == 0)
+		return -1;
+	li->n += (size_t)r;
+	return take_lines(s, sock, li, fd == sock, take);
 }
 
 /* Why the proxy's end closed, for the "end" line. */
@@ -190,12 +200,13 @@ static const char *end_reason(struct decisions *s)
 
 	if (atomic_load(&s->d->shutting_down))
 		return "kilnd_shutdown";
+	/* Its entry stays while it is to run: it is being started again. */
+	if (egress_run_has(s->d, s->id))
+		return "egress_proxy_restarted";
 	kilnd_lock(s->d);
 	st = s->sb->rec.state;
 	kilnd_unlock(s->d);
-	if (st != SANDBOX_RUNNING)
-		return "sandbox_stopped";
-	return egress_run_has(s->d, s->id) ? "egress_proxy_restarted" : "egress_proxy_stopped";
+	return st == SANDBOX_RUNNING ? "egress_proxy_stopped" : "sandbox_stopped";
 }
 
 static void decisions_run(void *cls, const char *extra, size_t extra_n, int sock)
@@ -214,6 +225,8 @@ static void decisions_run(void *cls, const char *extra, size_t extra_n, int sock
 		extra_n = EGRESS_DECISION_LINE_MAX;
 	memcpy(s->from_client.buf, extra, extra_n);
 	s->from_client.n = extra_n;
+	if (take_lines(s, sock, &s->from_client, true, from_client) < 0)
+		goto out;
 	while (!atomic_load(&s->d->shutting_down)) {
 		struct pollfd p[2] = { { .fd = sock, .events = POLLIN },
 				       { .fd = s->proxy, .events = POLLIN } };
@@ -259,7 +272,7 @@ static int attach(struct decisions *s, struct api_err *e)
 			    "sandbox %s is %s: the egress decision stream needs it running", s->id,
 			    sandbox_state_name(st));
 	else if (r == -ENOENT)
-		api_err_set(e, API_E_WRONG_STATE,
+		api_err_set(e, API_E_NO_EGRESS_PROXY,
 			    "sandbox %s runs no egress proxy: its firewall has no \"http\" rules, so "
 			    "no flow would be asked about (add one with PUT "
 			    "/v1/sandboxes/%s/firewall)",

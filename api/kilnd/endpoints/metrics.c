@@ -13,6 +13,7 @@ void handle_metrics(struct http_req *r)
 	unsigned counts[SANDBOX_STATE_COUNT];
 	struct kiln_metrics m;
 	struct fw_totals fw;
+	struct egress_counts ec;
 	unsigned fw_n;
 	struct api_err e;
 	size_t total, len;
@@ -30,7 +31,11 @@ void handle_metrics(struct http_req *r)
 	m.fw_drop_packets = fw.drop_packets;
 	m.fw_flows_cut = fw.flows_cut;
 	m.zygotes_parked = zygote_pool_ready(r->d->zygotes);
-	egress_proxies_counts(r->d, &m.egress_proxies, &m.egress_proxy_restarts);
+	egress_proxies_counts(r->d, &m.egress_proxies, &m.egress_proxy_restarts, &ec);
+	for (int by = 0; by < EGRESS_BY_COUNT; by++) {
+		m.egress_decisions[0][by] = ec.allow[by];
+		m.egress_decisions[1][by] = ec.deny[by];
+	}
 	m.secrets = (unsigned)secrets_total(r->d);
 	text = metrics_render(&m, counts, &len);
 	if (!text) {

@@ -47,6 +47,7 @@
 #include <jansson.h>
 
 #include "api/kilnd/core/api_error.h"
+#include "api/kilnd/supervision/egress_tally.h"
 #include "lib/base/err.h"
 
 struct kilnd;
@@ -84,8 +85,10 @@ void egress_proxy_secrets_changed(struct kilnd *d, const char *id);
  * its socket removed. */
 void egress_proxy_end(struct sandbox *sb);
 
-/* For /metrics: proxies running now, restarts since kilnd started. */
-void egress_proxies_counts(struct kilnd *d, unsigned *running, uint64_t *restarts);
+/* For /metrics: proxies running now, restarts and their decisions
+ * (egress_tally.h) since kilnd started. */
+void egress_proxies_counts(struct kilnd *d, unsigned *running, uint64_t *restarts,
+			   struct egress_counts *decisions);
 
 /*
  * GET .../egress/log: the last `lines` decision lines of egress.log

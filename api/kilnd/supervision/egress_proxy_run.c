@@ -30,6 +30,7 @@
 #include "api/kilnd/supervision/egress_proxy.h"
 #include "api/kilnd/supervision/egress_proxy_plan.h"
 #include "api/kilnd/supervision/egress_proxy_seccomp.h"
+#include "api/kilnd/supervision/egress_tally.h"
 #include "lib/base/capped_log.h"
 #include "lib/base/sig_reset.h"
 #include "lib/base/thread_start.h"
@@ -49,8 +50,11 @@
 #define PROXY_CPU_CENTI 100
 #define PROXY_NOFILE 4096
 
+struct egress_proxies;
+
 struct egress_ent {
 	struct egress_ent *next;
+	struct egress_proxies *px;
 	char id[SANDBOX_ID_LEN + 1];
 	char dir[PATH_MAX];          /* the sandbox's */
 	char edir[PATH_MAX + 16];    /* <dir>/egress */
@@ -62,6 +66,7 @@ struct egress_ent {
 	bool policy_held;            /* a client holds it (egress_run_policy_attach) */
 	int dirfd;                   /* the sandbox directory, for the log */
 	struct capped_log log;       /* egress.log: the proxy's stdout and stderr */
+	struct egress_tally tally;   /* its decision lines, counted into px->counts */
 	pid_t pid;                   /* 0: not running */
 	int pidfd;
 	bool want;      /* keep it running */
@@ -83,7 +88,16 @@ struct egress_proxies {
 	struct egress_filter filter;
 	unsigned running;
 	uint64_t restarts;
+	struct egress_counts counts; /* every proxy's decisions since kilnd started */
 };
+
+/* capped_log's tap: the runner pumps with px->mu held. */
+static void tally_tap(void *arg, const char *p, size_t n)
+{
+	struct egress_ent *en = arg;
+
+	egress_tally_feed(&en->tally, p, n, &en->px->counts);
+}
 
 /* ---- the runner's side: forking, reaping, logs ---- */
 
@@ -174,6 +188,7 @@ static void child(const struct child_req *c)
 		rlim_t v;
 	} lim[] = { { RLIMIT_CORE, 0 }, { RLIMIT_NOFILE, PROXY_NOFILE } };
 	const char *step;
+	sigset_t hup;
 	int prog, null, tty, r;
 
 	/* Into its cgroup first: everything after is charged there. */
@@ -194,6 +209,12 @@ static void child(const struct child_req *c)
 	}
 	close_range(c->listen >= 0 ? EGRESS_POLICY_FD + 1 : 3, ~0U, 0);
 	sig_reset_all();
+	/* SIGHUP (reload) blocked across the exec: kiln-egress takes it from a
+	 * signalfd, and one sent before it got there stays pending instead of
+	 * ending it (SIGHUP's default). */
+	sigemptyset(&hup);
+	sigaddset(&hup, SIGHUP);
+	sigprocmask(SIG_BLOCK, &hup, NULL);
 	tty = open("/dev/tty", O_RDWR | O_NOCTTY | O_CLOEXEC);
 	if (tty >= 0) {
 		ioctl(tty, TIOCNOTTY);
@@ -642,17 +663,20 @@ static struct egress_ent *find_locked(struct egress_proxies *px, const char *id)
 	return NULL;
 }
 
-void egress_proxies_counts(struct kilnd *d, unsigned *running, uint64_t *restarts)
+void egress_proxies_counts(struct kilnd *d, unsigned *running, uint64_t *restarts,
+			   struct egress_counts *decisions)
 {
 	struct egress_proxies *px = d->egress_proxies;
 
 	*running = 0;
 	*restarts = 0;
+	memset(decisions, 0, sizeof(*decisions));
 	if (!px)
 		return;
 	pthread_mutex_lock(&px->mu);
 	*running = px->running;
 	*restarts = px->restarts;
+	*decisions = px->counts;
 	pthread_mutex_unlock(&px->mu);
 }
 
@@ -678,6 +702,8 @@ static struct egress_ent *ent_new(const struct egress_run_spec *s, char *why, si
 	r = en->dirfd < 0 ? -errno
 			  : capped_log_open(&en->log, en->dirfd, "egress.log", "egress.log.1",
 					    KEEPER_LOG_CAP);
+	en->log.tap = tally_tap;
+	en->log.tap_arg = en;
 	if (r < 0) {
 		snprintf(why, cap, "%.400s/egress.log: %s", s->dir, strerror(-r));
 		ent_free(en);
@@ -693,6 +719,7 @@ int egress_run_start(struct kilnd *d, const struct egress_run_spec *s, char *why
 
 	if (!en)
 		return -1;
+	en->px = px;
 	pthread_mutex_lock(&px->mu);
 	en->want = true;
 	en->start_now = true;

@@ -8,6 +8,7 @@ import { downloadTo } from './download.js';
 import { extractTarGz } from './untar.js';
 import { Templates, imagesOf } from './templates.js';
 import { Secrets } from './secrets.js';
+import { Egress } from './egress.js';
 import { KilnError, KilnConnectionError, KilnProtocolError, SandboxNotFoundError, fromKiln } from './errors.js';
 
 // Slack added to the client deadline of a call that carries a guest-side
@@ -228,6 +229,7 @@ export class Sandbox {
     this.previews = new Previews(this);
     this.checkpoints = new Checkpoints(this);
     this.firewall = new Firewall(this);
+    this.egress = new Egress(this);
   }
 
   get path() { return `/v1/sandboxes/${seg(this.id)}`; }

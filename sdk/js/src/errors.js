@@ -40,7 +40,7 @@ export const ERROR_CODES = [
   'body_too_large', 'uri_too_long', 'headers_too_large',
   'internal', 'spawn_failed', 'boot_failed', 'io_error',
   'agent_protocol_error', 'agent_unavailable', 'jail_unavailable', 'too_many_connections', 'shutting_down', 'busy',
-  'timeout', 'http_version_not_supported', 'no_space',
+  'timeout', 'http_version_not_supported', 'no_space', 'no_egress_proxy',
 ];
 
 /** `sandbox_not_found` -> `SandboxNotFoundError`; a code that ends in `_error` gets no second one: `io_error` -> `IoError`. */
@@ -91,6 +91,8 @@ export class ShuttingDownError extends KilnError {}
 export class BusyError extends KilnError {}
 export class HttpVersionNotSupportedError extends KilnError {}
 export class NoSpaceError extends KilnError {}
+/** 409 no_egress_proxy: an egress policy callback for a sandbox without http rules. */
+export class NoEgressProxyError extends KilnError {}
 
 /** @deprecated The old name of {@link IoError}. */
 export const IoErrorError = IoError;
@@ -107,6 +109,7 @@ const CLASSES = {
   UriTooLongError, HeadersTooLargeError, InternalError, SpawnFailedError, BootFailedError,
   IoError, AgentProtocolError, AgentUnavailableError, JailUnavailableError,
   TooManyConnectionsError, ShuttingDownError, BusyError, TimeoutError, HttpVersionNotSupportedError, NoSpaceError,
+  NoEgressProxyError,
 };
 
 /** The class for a kilnd error code; KilnError for a code this SDK does not know. */

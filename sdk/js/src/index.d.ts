@@ -88,6 +88,8 @@ export class TooManyConnectionsError extends KilnError {}
 export class BusyError extends KilnError {}
 export class HttpVersionNotSupportedError extends KilnError {}
 export class NoSpaceError extends KilnError {}
+/** 409 no_egress_proxy: an egress policy callback for a sandbox without http rules. */
+export class NoEgressProxyError extends KilnError {}
 /** Every error code of docs/api.md's table. */
 export const ERROR_CODES: string[];
 /** `sandbox_not_found` -> `SandboxNotFoundError`. */
@@ -150,6 +152,91 @@ export class Secrets {
   get(name: string, opts?: SecretOptions): Promise<KilnObject>;
   delete(name: string, opts?: SecretOptions): Promise<void>;
 }
+
+// ---- egress policy callbacks --------------------------------------------
+
+/** A question of kilnd's decision stream, as kilnd sent it (docs/api.md, "The egress decision stream"). */
+export interface EgressEvent extends KilnObject {
+  kind: 'connect' | 'request';
+  /** The question's id (its answer carries it). */
+  id: number;
+  src: string;
+  dst: string;
+  name: string | null;
+  /** What the static rules decide. */
+  static: string;
+  rule: number | null;
+  /** connect: the TLS flow's protocol and whether a rule decrypts it. */
+  proto?: string;
+  intercept?: boolean;
+  /** request: the connect's id for a decrypted TLS flow, null for plain HTTP. */
+  flow?: number | null;
+  method?: string;
+  path?: string;
+  /** The guest's headers (minus the injected ones, named in inject without values). */
+  headers?: Array<[string, string]>;
+  inject?: string[];
+}
+
+/** An answer: egress.allow(), egress.deny(), egress.rules(), or written by hand. */
+export interface EgressDecision {
+  decision: 'allow' | 'deny' | 'rules';
+  /** deny only: 400..599 (default 403). */
+  status?: number;
+  /** deny only: <= 200 bytes, printable. */
+  reason?: string;
+  /** allow on a request only: <= 16 each; names HTTP tokens (sent lower-case), values visible ASCII. */
+  set_headers?: Record<string, string>;
+  remove_headers?: string[];
+  setHeaders?: Record<string, string>;
+  removeHeaders?: string[];
+}
+
+/** A callback's value: an answer, or null/undefined for the static rules' decision; may be a promise. */
+export type EgressAnswer = EgressDecision | null | undefined | void;
+export type PolicyCallback = (event: EgressEvent) => EgressAnswer | Promise<EgressAnswer>;
+
+export interface PolicyOptions {
+  /** How long kilnd waits for each answer, 10..60000 ms (default 2000). */
+  deadlineMs?: number;
+  /** Then: "deny" (the default: fail closed) or "rules" (the static decision). */
+  onTimeout?: 'deny' | 'rules';
+  /** A callback that threw or answered what kilnd would refuse (then denied: "policy callback failed"),
+   * kilnd's error lines (code answer_refused), the stream's failure; default console.error. */
+  onError?: (err: Error, event: KilnObject | null) => unknown;
+}
+
+/** A policy callback attached to a sandbox's egress decisions. */
+export class EgressPolicy {
+  /** kilnd's attached line ({kind, deadline_ms, on_timeout}). */
+  readonly attached: KilnObject;
+  /** The end line's reason; null until then, or after close(). */
+  readonly reason: string | null;
+  /** kilnd's error lines: answers it refused. */
+  readonly errors: KilnObject[];
+  /** True once the stream ended. */
+  readonly done: boolean;
+  /** The end line's reason (egress_proxy_stopped, sandbox_stopped, kilnd_shutdown); null after close();
+   * rejects with KilnConnectionError when the stream was cut without one. */
+  wait(): Promise<string | null>;
+  /** Detach: kilnd's static rules decide alone again. */
+  close(): Promise<void>;
+}
+
+/** sb.egress: one policy client per sandbox (BusyError for a second; NoEgressProxyError without http rules). */
+export class Egress {
+  /** Every connect and request event goes to fn; resolves once attached, fn answering in the background. */
+  policy(fn: PolicyCallback, opts?: PolicyOptions): Promise<EgressPolicy>;
+  /** Request events only: TLS connects are answered "rules" without fn. */
+  onRequest(fn: PolicyCallback, opts?: PolicyOptions): Promise<EgressPolicy>;
+}
+
+/** The answers of a policy callback. */
+export const egress: {
+  allow(opts?: { setHeaders?: Record<string, string>; removeHeaders?: string[]; set_headers?: Record<string, string>; remove_headers?: string[] }): EgressDecision;
+  deny(opts?: { status?: number; reason?: string }): EgressDecision;
+  rules(): EgressDecision;
+};
 
 /** POST /v1/templates: the build context is contextDir (a local directory, packed) or context (a tar.gz). */
 export interface BuildOptions {
@@ -294,6 +381,7 @@ export class Sandbox {
   readonly previews: Previews;
   readonly checkpoints: Checkpoints;
   readonly firewall: Firewall;
+  readonly egress: Egress;
   refresh(): Promise<KilnObject>;
   stop(opts?: { graceMs?: number }): Promise<KilnObject>;
   start(): Promise<KilnObject>;

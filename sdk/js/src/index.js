@@ -5,5 +5,6 @@ export {
 } from './client.js';
 export { Templates, BuildStream } from './templates.js';
 export { Secrets } from './secrets.js';
+export { Egress, EgressPolicy, egress } from './egress.js';
 export * from './errors.js';
 export { DEFAULT_SOCKET, DEFAULT_TIMEOUT_MS } from './transport.js';

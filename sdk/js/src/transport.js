@@ -177,6 +177,65 @@ export class Transport {
     });
   }
 
+  /**
+   * A protocol switch (Connection: Upgrade, Upgrade: opts.protocol) on a
+   * connection of its own, under the client deadline until kilnd's 101:
+   * resolves {socket, head} (the raw socket, and the bytes that came with
+   * the head). An error status rejects with its class; any other answer
+   * is a KilnProtocolError.
+   */
+  upgrade(method, path, opts = {}) {
+    const what = `${method} ${path}`;
+    const state = { timedOut: false, gotHead: false, deadlineMs: this.timeoutMs, done: false };
+    return new Promise((resolve, reject) => {
+      let req;
+      try {
+        req = http.request({
+          socketPath: this.socket, path: path + queryString(opts.query), method,
+          headers: { Connection: 'Upgrade', Upgrade: opts.protocol }, agent: false, setHost: true,
+        });
+      } catch (e) {
+        reject(this.convert(e, state, what));
+        return;
+      }
+      let timer = null;
+      const settle = (err, value) => {
+        if (state.done) return false;
+        state.done = true;
+        clearTimeout(timer);
+        if (err) {
+          req.destroy();
+          reject(this.convert(err, state, what));
+        } else {
+          resolve(value);
+        }
+        return true;
+      };
+      if (this.timeoutMs) {
+        timer = setTimeout(() => { state.timedOut = true; settle(new Error('deadline')); }, this.timeoutMs);
+      }
+      req.on('error', (e) => settle(e));
+      req.on('upgrade', (res, socket, head) => {
+        state.gotHead = true;
+        const got = String(res.headers.upgrade || '').toLowerCase();
+        if (got !== opts.protocol) {
+          socket.destroy();
+          settle(new KilnProtocolError(`${what}: kilnd switched to ${JSON.stringify(got)}, not ${opts.protocol}`, { code: 'protocol_error' }));
+        } else if (!settle(null, { socket, head })) {
+          socket.destroy();
+        }
+      });
+      req.on('response', (res) => {
+        state.gotHead = true;
+        const answer = new Response(this, res, req, state, what, () => req.destroy());
+        answer.readAll(MAX_ERROR_BYTES).then((buf) => settle(res.statusCode >= 400
+          ? errorFromBody(res.statusCode, buf, what)
+          : new KilnProtocolError(`${what}: kilnd answered HTTP ${res.statusCode}, not 101 Switching Protocols to ${opts.protocol} (a kilnd older than this SDK?)`, { status: res.statusCode, code: 'protocol_error' })), settle);
+      });
+      req.end();
+    });
+  }
+
   /** The whole answer as parsed JSON (null for 204), under one deadline. */
   async json(method, path, opts = {}) {
     const r = await this.open(method, path, { ...opts, wholeDeadline: true });
@@ -279,8 +338,6 @@ export class Response {
 
   /** NDJSON: one parsed object per line. */
   async *lines() {
-    let held = [];
-    let heldLen = 0;
     const parse = (buf) => {
       const text = buf.toString('utf8').trim();
       if (!text) return undefined;
@@ -295,29 +352,18 @@ export class Response {
       }
       return v;
     };
+    const lines = new LineBuffer(this.what);
     const it = this.chunks();
     try {
       for await (const chunk of it) {
-        let start = 0;
-        for (;;) {
-          const nl = chunk.indexOf(10, start);
-          if (nl < 0) break;
-          held.push(chunk.subarray(start, nl));
-          const line = held.length === 1 ? held[0] : Buffer.concat(held);
-          held = [];
-          heldLen = 0;
-          start = nl + 1;
+        for (const line of lines.push(chunk)) {
           const ev = parse(line);
           if (ev !== undefined) yield ev;
         }
-        if (start < chunk.length) {
-          heldLen += chunk.length - start;
-          if (heldLen > MAX_LINE_BYTES) throw new KilnProtocolError(`${this.what}: a stream line is over ${MAX_LINE_BYTES} bytes`, { code: 'protocol_error' });
-          held.push(Buffer.from(chunk.subarray(start)));
-        }
       }
-      if (held.length) {
-        const ev = parse(Buffer.concat(held));
+      const last = lines.rest();
+      if (last) {
+        const ev = parse(last);
         if (ev !== undefined) yield ev;
       }
     } finally {
@@ -325,4 +371,37 @@ export class Response {
       this.close();
     }
   }
+}
+
+/** Bytes in, newline-ended lines (Buffers) out; a line over 16 MiB is a KilnProtocolError. */
+export class LineBuffer {
+  constructor(what) {
+    this.what = what;
+    this.held = [];
+    this.heldLen = 0;
+  }
+
+  /** The lines chunk completes (without their newlines); the rest is held. */
+  push(chunk) {
+    const out = [];
+    let start = 0;
+    for (;;) {
+      const nl = chunk.indexOf(10, start);
+      if (nl < 0) break;
+      this.held.push(chunk.subarray(start, nl));
+      out.push(this.held.length === 1 ? this.held[0] : Buffer.concat(this.held));
+      this.held = [];
+      this.heldLen = 0;
+      start = nl + 1;
+    }
+    if (start < chunk.length) {
+      this.heldLen += chunk.length - start;
+      if (this.heldLen > MAX_LINE_BYTES) throw new KilnProtocolError(`${this.what}: a stream line is over ${MAX_LINE_BYTES} bytes`, { code: 'protocol_error' });
+      this.held.push(Buffer.from(chunk.subarray(start)));
+    }
+    return out;
+  }
+
+  /** What is held at the end: a last line without its newline, or null. */
+  rest() { return this.held.length ? Buffer.concat(this.held) : null; }
 }

@@ -1,5 +1,5 @@
 // Randomized hostile input (a seeded PRNG, so a failure reproduces): kilnd
-// answers mutated byte by byte, and MCP lines mutated the same way. The
+// answers and decision streams mutated byte by byte, and MCP lines mutated the same way. The
 // SDK must settle every call with a value or a KilnError, never hang or
 // throw anything else; the MCP server must answer every request line once
 // and stay up; write_file's base64 check takes exactly base64. KILN_FUZZ_ROUNDS raises the rounds (default 300 / 600), KILN_FUZZ_SEED picks another seed.
@@ -42,29 +42,24 @@ const ERRANS = jsonResponse(409, { error: { code: 'wrong_state', message: 'm' } 
 const FILEANS = Buffer.from(`HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n${chunk('hello ')}${chunk('world')}${LAST_CHUNK}`);
 const FILECL = Buffer.from('HTTP/1.1 200 OK\r\nContent-Length: 11\r\n\r\nhello world');
 
-test('fuzz: mutated kilnd answers settle as a value or a KilnError, never a hang', async () => {
-  const rnd = prng(Number(process.env.KILN_FUZZ_SEED || 0x6b696c6e));
-  let answer = JSONANS;
+/**
+ * rounds of call(sb, i) against a fake kilnd answering answerFor(i)
+ * (mutated): each settles as a value (its outcome) or a KilnError; at
+ * least three kinds of outcome are seen.
+ */
+async function settleRounds(seed, answerFor, call) {
+  const rnd = prng(Number(process.env.KILN_FUZZ_SEED || seed));
+  let answer = null;
   const f = await startFake((req, sock) => { sock.end(answer); });
-  const dest = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'kiln-fuzz-')), 'f');
   try {
-    const k = new kiln.Kiln({ socket: f.socket, timeoutMs: 500 });
-    const sb = new kiln.Sandbox(k, { id: 'abc123' });
+    const sb = new kiln.Sandbox(new kiln.Kiln({ socket: f.socket, timeoutMs: 500 }), { id: 'abc123' });
     const rounds = Number(process.env.KILN_FUZZ_ROUNDS || 300);
     const seen = {};
     for (let i = 0; i < rounds; i++) {
-      const which = i % 5;
-      answer = mutate([JSONANS, STREAM, ERRANS, FILEANS, FILECL][which], rnd);
+      answer = mutate(answerFor(i), rnd);
       let outcome;
       try {
-        if (which >= 3) {
-          await sb.files.download('/f', dest);
-        } else if (which === 1) {
-          for await (const ev of await sb.execStream('x')) assert.equal(typeof ev.type, 'string');
-        } else {
-          await sb.exec('x');
-        }
-        outcome = 'ok';
+        outcome = await call(sb, i);
       } catch (e) {
         assert.ok(e instanceof kiln.KilnError, `round ${i}: ${e && e.name}: ${e && e.message} for ${JSON.stringify(answer.toString('latin1'))}`);
         outcome = e.name;
@@ -74,9 +69,38 @@ test('fuzz: mutated kilnd answers settle as a value or a KilnError, never a hang
     assert.ok(Object.keys(seen).length >= 3, JSON.stringify(seen));
   } finally {
     await f.close();
+  }
+}
+
+test('fuzz: mutated kilnd answers settle as a value or a KilnError, never a hang', async () => {
+  const dest = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'kiln-fuzz-')), 'f');
+  try {
+    await settleRounds(0x6b696c6e, (i) => [JSONANS, STREAM, ERRANS, FILEANS, FILECL][i % 5], async (sb, i) => {
+      const which = i % 5;
+      if (which >= 3) {
+        await sb.files.download('/f', dest);
+      } else if (which === 1) {
+        for await (const ev of await sb.execStream('x')) assert.equal(typeof ev.type, 'string');
+      } else {
+        await sb.exec('x');
+      }
+      return 'ok';
+    });
+  } finally {
     fs.rmSync(path.dirname(dest), { recursive: true, force: true });
   }
 });
+
+const DECISIONS = Buffer.from('HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: kiln-decisions\r\n\r\n'
+  + '{"kind":"attached","deadline_ms":2000,"on_timeout":"deny"}\n'
+  + '{"kind":"connect","id":7,"src":"10.0.2.15:40312","dst":"10.0.2.2:443","name":"a.test","proto":"tls","static":"allow","rule":0,"intercept":true}\n'
+  + '{"kind":"request","id":8,"flow":7,"name":"a.test","method":"GET","path":"/","headers":[["a","b"]],"inject":[],"static":"allow","rule":null}\n'
+  + '{"kind":"error","id":8,"message":"m"}\n{"kind":"end","reason":"sandbox_stopped"}\n');
+
+test('fuzz: mutated decision streams settle policy() and wait() as a value or a KilnError, never a hang', () => settleRounds(0x706f6c, () => DECISIONS, async (sb) => {
+  const h = await sb.egress.policy((ev) => (ev.kind === 'request' ? kiln.egress.allow({ setHeaders: { 'x-a': 'b' } }) : null), { onError: () => {} });
+  return `ended ${await h.wait()}`;
+}));
 
 test('fuzz: mutated MCP lines each get one answer and the server stays up', async () => {
   const rnd = prng(Number(process.env.KILN_FUZZ_SEED || 0x6d6370));

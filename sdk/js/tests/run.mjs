@@ -4,6 +4,7 @@ import './sdk_test.mjs';
 import './untar_test.mjs';
 import './templates_test.mjs';
 import './secrets_test.mjs';
+import './egress_test.mjs';
 import './mcp_test.mjs';
 import './mcp-client/client_test.mjs';
 import './package_test.mjs';

@@ -1,6 +1,6 @@
 // Compiled with tsc --noEmit --strict by the unit tests: the declarations
 // must type-check and describe the API as the README uses it.
-import { Kiln, withSandbox, KilnError, TimeoutError, SandboxNotFoundError, ExecResult, StreamEvent, BadFieldError, KilnObject } from '../src/index.js';
+import { Kiln, withSandbox, KilnError, TimeoutError, SandboxNotFoundError, ExecResult, StreamEvent, BadFieldError, KilnObject, egress, EgressEvent, EgressPolicy } from '../src/index.js';
 
 async function main(): Promise<void> {
   const kiln = new Kiln({ socket: '/run/kiln/kiln.sock', timeoutMs: 1000 });
@@ -54,6 +54,15 @@ async function main(): Promise<void> {
   await kiln.images.get(img.name);
   await kiln.images.delete('alpine');
   process_(web.id + String(all.length));
+  const policy: EgressPolicy = await sb.egress.policy((ev: EgressEvent) => {
+    if (ev.kind === 'request' && ev.method === 'POST' && ev.name !== 'api.github.com') return egress.deny({ status: 403, reason: 'POST only to api.github.com' });
+    if (ev.kind === 'request') return egress.allow({ setHeaders: { 'x-agent': 'a1' } });
+    return null;
+  }, { deadlineMs: 2000, onTimeout: 'deny' });
+  const ended: string | null = await policy.wait();
+  await policy.close();
+  const onReq = await sb.egress.onRequest(async (ev) => (ev.path === '/' ? egress.rules() : undefined), { onError: (e, ev) => process_(e.message + String(ev?.id)) });
+  process_(String(ended) + String(onReq.done) + String(policy.attached.deadline_ms));
 }
 
 function process_(s: string): void { void s; }

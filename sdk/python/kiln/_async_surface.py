@@ -13,10 +13,11 @@ import os
 import warnings
 from typing import Any, AsyncIterator, Awaitable, Callable, Mapping, Optional, Union
 
-from . import _common
+from . import _common, egress
 from ._async_transport import AsyncResponse, AsyncTransport, run_blocking
 from ._common import Cmd, Context, Data, LocalFile, Source, drop_none, sb_path
 from ._http import decode_json, seg
+from ._policy import AsyncEgressPolicy
 from ._tario import tar_chunks
 from ._transport import cut_short, default_socket
 from .errors import SandboxNotFoundError
@@ -26,7 +27,7 @@ from .models import (AttachedEvent, Event, ExecResult, ExitEvent, FileInfo, GapE
 __all__ = [
     "AsyncKiln", "AsyncSandboxes", "AsyncSandbox", "AsyncFiles", "AsyncProcesses", "AsyncProcess",
     "AsyncPorts", "AsyncPreviews", "AsyncCheckpoints", "AsyncFirewall", "AsyncEventStream",
-    "AsyncTemplates", "AsyncBuildStream", "AsyncImages", "AsyncSecrets",
+    "AsyncTemplates", "AsyncBuildStream", "AsyncImages", "AsyncSecrets", "AsyncEgress", "AsyncEgressPolicy",
 ]
 
 OutputCallback = Callable[[str], Any]
@@ -375,6 +376,7 @@ class AsyncSandbox:
         self.previews = AsyncPreviews(self)
         self.checkpoints = AsyncCheckpoints(self)
         self.firewall = AsyncFirewall(self)
+        self.egress = AsyncEgress(self)
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.id} {self.state}>"
@@ -832,6 +834,47 @@ class AsyncFirewall:
     async def log(self) -> list[str]:
         """The denied-flow log's lines, oldest first."""
         return (await self._t.call("GET", sb_path(self._sb.id, "firewall", "log")))["lines"]  # type: ignore[no-any-return]
+
+
+class AsyncEgress:
+    """``sb.egress``: a policy callback on the sandbox's egress decisions
+    (a sandbox whose firewall has ``http`` rules, so its flows go through
+    the egress proxy). While a callback is attached, kilnd asks it about
+    every TLS connect and HTTP request (``kiln.egress`` has the answers);
+    one client at a time per sandbox."""
+
+    def __init__(self, sb: AsyncSandbox) -> None:
+        self._sb = sb
+        self._t = sb._t
+
+    async def policy(self, fn: Callable[[dict[str, Any]], Any], *, deadline_ms: int = 2000,
+                     on_timeout: str = "deny") -> AsyncEgressPolicy:
+        """``GET .../egress/decisions`` (``Upgrade: kiln-decisions``):
+        ``fn(event)`` decides every ``connect`` and ``request`` event and
+        returns ``egress.allow(...)``, ``egress.deny(...)``,
+        ``egress.rules()`` or None (rules); raising (or returning what
+        kilnd would refuse) denies with reason "policy callback failed",
+        logged on the ``kiln.egress`` logger. ``deadline_ms``
+        (10..60000): how long kilnd waits for each answer; then
+        ``on_timeout``: ``"deny"`` or ``"rules"``. Returns once attached,
+        with the callback running in the background (:class:`AsyncEgressPolicy`:
+        ``aclose()``, ``wait()``). BusyError: another client holds the
+        stream; WrongStateError: not running; NoEgressProxyError: the
+        sandbox has no ``http`` rules."""
+        return await self._attach(fn, deadline_ms, on_timeout, False)
+
+    async def on_request(self, fn: Callable[[dict[str, Any]], Any], *, deadline_ms: int = 2000,
+                         on_timeout: str = "deny") -> AsyncEgressPolicy:
+        """:meth:`policy` for ``request`` events only: TLS connects are
+        answered ``rules`` without calling ``fn``."""
+        return await self._attach(fn, deadline_ms, on_timeout, True)
+
+    async def _attach(self, fn: Callable[[dict[str, Any]], Any], deadline_ms: int, on_timeout: str,
+                      requests_only: bool) -> AsyncEgressPolicy:
+        query = egress.check_params(fn, deadline_ms, on_timeout)
+        conn = await self._t.upgrade("GET", sb_path(self._sb.id, "egress", "decisions"), query=query,
+                                     protocol="kiln-decisions")
+        return await AsyncEgressPolicy.start(conn, fn, requests_only)
 
 
 def _decode(status: int, body: bytes) -> dict[str, Any]:

@@ -218,6 +218,30 @@ class AsyncTransport:
             raise
         return await self._answer(conn, parser, head, stream)
 
+    async def upgrade(self, method: str, path: str, *, query: Optional[_http.Query],
+                      protocol: str) -> "AsyncUpgraded":
+        """A protocol switch (``Upgrade: PROTOCOL``) on a fresh connection,
+        under the client's timeout until kilnd's ``101``; then its reader
+        and writer and what came after the head. An error status raises
+        its exception."""
+        what = f"{method} {path}"
+        reader, writer = await self._connect(what)
+        conn = _AsyncConn(self, reader, writer, what)
+        conn.set_deadline(self.timeout)
+        parser = ResponseParser()
+        try:
+            try:
+                await conn.send(_http.upgrade_head(method, path, query, protocol))
+            except (BrokenPipeError, ConnectionResetError) as e:
+                raise io_failed(self.socket_path, what, e) from None
+            head = await self._read_head(conn, parser)
+            await self._answer(conn, parser, head, False)  # an error status raises
+            _http.check_switched(head, protocol, what)
+        except BaseException:
+            conn.close()
+            raise
+        return AsyncUpgraded(reader, writer, parser.leftover, self.timeout, self.socket_path, what)
+
     async def extract(self, resp: AsyncResponse, dest: str) -> dict[str, int]:
         """Unpack a tar.gz answer into ``dest`` as it is read: tarfile runs
         in a worker thread fed through a bounded queue."""
@@ -281,6 +305,21 @@ class AsyncTransport:
     async def text(self, method: str, path: str, **kw: Any) -> bytes:
         resp = await self.open(method, path, **kw)
         return await resp.read_all()
+
+
+class AsyncUpgraded:
+    """A connection after its protocol switch: its reader and writer, the
+    bytes that came with the head, the client's timeout (for the stream's
+    first line), and names for messages."""
+
+    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, leftover: bytes,
+                 timeout: Optional[float], socket_path: str, what: str) -> None:
+        self.reader = reader
+        self.writer = writer
+        self.leftover = leftover
+        self.timeout = timeout
+        self.socket_path = socket_path
+        self.what = what
 
 
 async def run_blocking(fn: Callable[..., T], *args: Any) -> T:

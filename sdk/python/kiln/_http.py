@@ -354,6 +354,20 @@ class ResponseParser:
             self._state = _CHUNK_DATA
 
 
+def upgrade_head(method: str, path: str, query: Optional[Query], protocol: str) -> bytes:
+    """A protocol switch's request (``Connection: Upgrade``, ``Upgrade: PROTOCOL``)."""
+    return request_head(method, target(path, query), extra=(("Connection", "Upgrade"), ("Upgrade", protocol)))
+
+
+def check_switched(head: Head, protocol: str, what: str) -> None:
+    """A non-error answer to a protocol switch must be its ``101``."""
+    if head.status != 101:
+        raise KilnProtocolError(f"{what}: kilnd answered HTTP {head.status}, not 101 Switching Protocols "
+                                f"to {protocol} (a kilnd older than this SDK?)", status=head.status)
+    if (head.header("upgrade") or "").lower() != protocol:
+        raise KilnProtocolError(f"{what}: kilnd switched to {head.header('upgrade')!r}, not {protocol}")
+
+
 class LineSplitter:
     """NDJSON: bytes in, JSON objects out, one per line, bounded."""
 
@@ -362,8 +376,12 @@ class LineSplitter:
         self._limit = limit
 
     def feed(self, data: bytes) -> list[dict[str, Any]]:
+        return [parse_event(line) for line in self.lines(data)]
+
+    def lines(self, data: bytes) -> list[bytes]:
+        """The lines ``data`` completes, not yet parsed (blank ones left out)."""
         self._buf += data
-        out: list[dict[str, Any]] = []
+        out: list[bytes] = []
         while True:
             i = self._buf.find(b"\n")
             if i < 0:
@@ -373,7 +391,7 @@ class LineSplitter:
             line = bytes(self._buf[:i])
             del self._buf[:i + 1]
             if line.strip():
-                out.append(parse_event(line))
+                out.append(line)
 
     def finish(self) -> None:
         """The stream ended: bytes after the last newline are a cut event."""
@@ -381,13 +399,15 @@ class LineSplitter:
             raise KilnProtocolError("kilnd's stream ended inside an event line")
 
 
-def parse_event(line: bytes) -> dict[str, Any]:
+def parse_event(line: bytes, key: str = "type", what: str = "kilnd's stream") -> dict[str, Any]:
+    """One NDJSON line: an object whose ``key`` (``type``; the decision
+    stream's ``kind``) is a str."""
     try:
         obj = json.loads(line)
     except (ValueError, UnicodeDecodeError) as e:
-        raise KilnProtocolError(f"kilnd's stream: an event is not JSON ({e}): {line[:120]!r}")
-    if not isinstance(obj, dict) or not isinstance(obj.get("type"), str):
-        raise KilnProtocolError(f"kilnd's stream: an event is not an object with a type: {line[:120]!r}")
+        raise KilnProtocolError(f"{what}: an event is not JSON ({e}): {line[:120]!r}")
+    if not isinstance(obj, dict) or not isinstance(obj.get(key), str):
+        raise KilnProtocolError(f"{what}: an event is not an object with a {key}: {line[:120]!r}")
     return obj
 
 

@@ -11,10 +11,11 @@ import os
 import warnings
 from typing import Any, Iterator, Callable, Mapping, Optional, Union
 
-from . import _common
+from . import _common, egress
 from ._transport import Response, Transport, run_blocking
 from ._common import Cmd, Context, Data, LocalFile, Source, drop_none, sb_path
 from ._http import decode_json, seg
+from ._policy import EgressPolicy
 from ._tario import tar_chunks
 from ._transport import cut_short, default_socket
 from .errors import SandboxNotFoundError
@@ -24,7 +25,7 @@ from .models import (AttachedEvent, Event, ExecResult, ExitEvent, FileInfo, GapE
 __all__ = [
     "Kiln", "Sandboxes", "Sandbox", "Files", "Processes", "Process",
     "Ports", "Previews", "Checkpoints", "Firewall", "EventStream",
-    "Templates", "BuildStream", "Images", "Secrets",
+    "Templates", "BuildStream", "Images", "Secrets", "Egress", "EgressPolicy",
 ]
 
 OutputCallback = Callable[[str], Any]
@@ -373,6 +374,7 @@ class Sandbox:
         self.previews = Previews(self)
         self.checkpoints = Checkpoints(self)
         self.firewall = Firewall(self)
+        self.egress = Egress(self)
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.id} {self.state}>"
@@ -830,6 +832,47 @@ class Firewall:
     def log(self) -> list[str]:
         """The denied-flow log's lines, oldest first."""
         return (self._t.call("GET", sb_path(self._sb.id, "firewall", "log")))["lines"]  # type: ignore[no-any-return]
+
+
+class Egress:
+    """``sb.egress``: a policy callback on the sandbox's egress decisions
+    (a sandbox whose firewall has ``http`` rules, so its flows go through
+    the egress proxy). While a callback is attached, kilnd asks it about
+    every TLS connect and HTTP request (``kiln.egress`` has the answers);
+    one client at a time per sandbox."""
+
+    def __init__(self, sb: Sandbox) -> None:
+        self._sb = sb
+        self._t = sb._t
+
+    def policy(self, fn: Callable[[dict[str, Any]], Any], *, deadline_ms: int = 2000,
+                     on_timeout: str = "deny") -> EgressPolicy:
+        """``GET .../egress/decisions`` (``Upgrade: kiln-decisions``):
+        ``fn(event)`` decides every ``connect`` and ``request`` event and
+        returns ``egress.allow(...)``, ``egress.deny(...)``,
+        ``egress.rules()`` or None (rules); raising (or returning what
+        kilnd would refuse) denies with reason "policy callback failed",
+        logged on the ``kiln.egress`` logger. ``deadline_ms``
+        (10..60000): how long kilnd waits for each answer; then
+        ``on_timeout``: ``"deny"`` or ``"rules"``. Returns once attached,
+        with the callback running in the background (:class:`EgressPolicy`:
+        ``close()``, ``wait()``). BusyError: another client holds the
+        stream; WrongStateError: not running; NoEgressProxyError: the
+        sandbox has no ``http`` rules."""
+        return self._attach(fn, deadline_ms, on_timeout, False)
+
+    def on_request(self, fn: Callable[[dict[str, Any]], Any], *, deadline_ms: int = 2000,
+                         on_timeout: str = "deny") -> EgressPolicy:
+        """:meth:`policy` for ``request`` events only: TLS connects are
+        answered ``rules`` without calling ``fn``."""
+        return self._attach(fn, deadline_ms, on_timeout, True)
+
+    def _attach(self, fn: Callable[[dict[str, Any]], Any], deadline_ms: int, on_timeout: str,
+                      requests_only: bool) -> EgressPolicy:
+        query = egress.check_params(fn, deadline_ms, on_timeout)
+        conn = self._t.upgrade("GET", sb_path(self._sb.id, "egress", "decisions"), query=query,
+                                     protocol="kiln-decisions")
+        return EgressPolicy.start(conn, fn, requests_only)
 
 
 def _decode(status: int, body: bytes) -> dict[str, Any]:

@@ -348,6 +348,31 @@ class Transport:
             raise
         return self._answer(conn, parser, head, stream)
 
+    def upgrade(self, method: str, path: str, *, query: Optional[_http.Query], protocol: str) -> "Upgraded":
+        """A protocol switch (``Upgrade: PROTOCOL``) on a fresh connection,
+        under the client's timeout until kilnd's ``101``; then the socket,
+        blocking without a timeout (a decision stream may be silent for
+        hours), and what came after the head. An error status raises its
+        exception."""
+        what = f"{method} {path}"
+        conn = _Conn(self, self._connect(what), False, what)
+        conn.set_deadline(self.timeout)
+        parser = ResponseParser()
+        try:
+            try:
+                conn.send(_http.upgrade_head(method, path, query, protocol))
+            except KilnError:
+                raise
+            except OSError as e:
+                raise io_failed(self.socket_path, what, e) from None
+            head = self._read_head(conn, parser)
+            self._answer(conn, parser, head, False)  # an error status raises
+            _http.check_switched(head, protocol, what)
+        except BaseException:
+            conn.close()
+            raise
+        return Upgraded(conn.sock, parser.leftover, self.timeout, self.socket_path, what)
+
     def extract(self, resp: Response, dest: str) -> dict[str, int]:
         """Unpack a tar.gz answer into ``dest`` as it is read."""
         try:
@@ -408,6 +433,20 @@ def _close_source(source: Iterable[bytes]) -> None:
     close = getattr(source, "close", None)
     if close is not None:
         close()
+
+
+class Upgraded:
+    """A connection after its protocol switch: the socket, the bytes that
+    came with the head, the client's timeout (for the stream's first
+    line), and names for messages."""
+
+    def __init__(self, sock: socket.socket, leftover: bytes, timeout: Optional[float], socket_path: str,
+                 what: str) -> None:
+        self.sock = sock
+        self.leftover = leftover
+        self.timeout = timeout
+        self.socket_path = socket_path
+        self.what = what
 
 
 class _Stale(Exception):

@@ -243,6 +243,13 @@ class NoSpaceError(KilnError):
     code = "no_space"
 
 
+class NoEgressProxyError(KilnError):
+    """``no_egress_proxy`` (409): an egress policy callback for a sandbox
+    without ``http`` rules (no flow goes through the egress proxy)."""
+
+    code = "no_egress_proxy"
+
+
 _BY_CODE: dict[str, type[KilnError]] = {cls.code: cls for cls in (
     TimeoutError, RequestTimeoutError,
     BadRequestError, BadJsonError, MissingFieldError, UnknownFieldError, BadFieldError,
@@ -255,7 +262,7 @@ _BY_CODE: dict[str, type[KilnError]] = {cls.code: cls for cls in (
     InternalError, SpawnFailedError, BootFailedError, IoError,
     AgentProtocolError, AgentUnavailableError, JailUnavailableError,
     TooManyConnectionsError, ShuttingDownError, BusyError, HttpVersionNotSupportedError,
-    NoSpaceError,
+    NoSpaceError, NoEgressProxyError,
 )}
 
 __all__ += [cls.__name__ for cls in _BY_CODE.values() if cls.__name__ not in __all__]

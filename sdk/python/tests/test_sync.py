@@ -169,7 +169,7 @@ class TestErrors(Base):
                  "read_only", "unsupported", "body_too_large", "uri_too_long", "headers_too_large",
                  "internal", "spawn_failed", "boot_failed", "io_error", "agent_protocol_error",
                  "agent_unavailable", "jail_unavailable", "too_many_connections", "shutting_down", "busy", "timeout",
-                 "http_version_not_supported", "no_space"]
+                 "http_version_not_supported", "no_space", "no_egress_proxy"]
         status = {"timeout": 504, "request_timeout": 408, "no_space": 507}
         for code in codes:
             st = status.get(code, 400)

@@ -136,7 +136,7 @@ class _Sdk:
 
 class PySdk(_Sdk):
     """Calls self._t.<call|text|open|open_upload>("METHOD", PATH, ...)."""
-    CALL = re.compile(r"\._t\.(call|text|open|open_upload)\(")
+    CALL = re.compile(r"\._t\.(call|text|open|open_upload|upgrade)\(")
     LANG = "py"
 
     def __init__(self, files):
@@ -185,7 +185,7 @@ class PySdk(_Sdk):
 
 class JsSdk(_Sdk):
     """Calls <transport>.<json|text|open>('METHOD', PATH, ...)."""
-    CALL = re.compile(r"(?:\.t|\.transport|\bt\(\)|\bt)\.(json|text|open)\(")
+    CALL = re.compile(r"(?:\.t|\.transport|\bt\(\)|\bt)\.(json|text|open|upgrade)\(")
     LANG = "js"
 
     def __init__(self, files):

@@ -7,12 +7,12 @@
             print((await sb.exec("echo hi")).stdout)
 """
 
-from .._async_surface import (AsyncBuildStream, AsyncCheckpoints, AsyncEventStream, AsyncFiles,
-                              AsyncFirewall, AsyncImages, AsyncKiln, AsyncPorts, AsyncPreviews, AsyncProcess,
+from .._async_surface import (AsyncBuildStream, AsyncCheckpoints, AsyncEgress, AsyncEgressPolicy,
+                              AsyncEventStream, AsyncFiles, AsyncFirewall, AsyncImages, AsyncKiln, AsyncPorts, AsyncPreviews, AsyncProcess,
                               AsyncProcesses, AsyncSandbox, AsyncSandboxes, AsyncSecrets, AsyncTemplates)
 
 __all__ = [
     "AsyncKiln", "AsyncSandboxes", "AsyncSandbox", "AsyncFiles", "AsyncProcesses", "AsyncProcess",
     "AsyncPorts", "AsyncPreviews", "AsyncCheckpoints", "AsyncFirewall", "AsyncEventStream",
-    "AsyncTemplates", "AsyncBuildStream", "AsyncImages", "AsyncSecrets",
+    "AsyncTemplates", "AsyncBuildStream", "AsyncImages", "AsyncSecrets", "AsyncEgress", "AsyncEgressPolicy",
 ]
