@@ -166,9 +166,13 @@ const char *egress_question_apply(struct egress_flow *f, const struct egress_ask
 		break;
 	case EGRESS_VERDICT_ALLOW:
 		if (f->status != EGRESS_ALLOW) {
-			/* The rules denied it: nothing decrypts it. */
+			/* The rules denied it: nothing decrypts it, and no
+			 * rule decided it, so no rule's secrets go with it (a
+			 * path rule refusing a path not in normal form names
+			 * itself). */
 			f->status = EGRESS_ALLOW;
 			f->intercept = false;
+			f->rule = SIZE_MAX;
 			f->reason = "";
 		}
 		break;

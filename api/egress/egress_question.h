@@ -16,7 +16,9 @@
  *    name that differs from the destination's) never asks: the callback
  *    decides among well-formed flows only, never past those checks.
  *  - An answer: "rules" keeps the static decision; "allow" allows (a TLS
- *    flow no rule decrypts is spliced); "deny" refuses with its status
+ *    flow no rule decrypts is spliced; a flow the rules denied is then
+ *    decided by no rule: nothing decrypts it, no rule's secrets go with
+ *    it, and the log names no rule); "deny" refuses with its status
  *    and reason (the 403 body's rule is "callback"). No answer within the
  *    deadline (or the client gone while waiting): deny, reason "the
  *    policy callback did not answer within N ms", or the static decision

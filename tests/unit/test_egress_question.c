@@ -301,6 +301,22 @@ static void test_apply(void **state)
 	assert_false(f.intercept);
 	assert_string_equal(f.reason, "");
 	assert_false(f.callback);
+	/* ... and no rule decided it: the denying rule's secrets do not go
+	 * with it (a path rule refuses "/v1/../admin" as not in normal form,
+	 * naming itself: allowed by the callback, its secret would reach a
+	 * path it never allowed). */
+	f = (struct egress_flow){ .status = EGRESS_DENY,
+				  .proto = EGRESS_PROTO_HTTP,
+				  .decision = HTTP_DENY_BAD_PATH,
+				  .reason = "request path is not in normal form",
+				  .rule = 1 };
+	assert_string_equal(egress_question_apply(&f, &o, why, sizeof(why)), "callback");
+	assert_int_equal(f.status, EGRESS_ALLOW);
+	assert_int_equal(f.rule, SIZE_MAX);
+	/* An allowed flow keeps its rule (and its secrets). */
+	f = allowed();
+	egress_question_apply(&f, &o, why, sizeof(why));
+	assert_int_equal(f.rule, 0);
 	/* Deny: its status and reason, or 403 and a reason of kiln's. */
 	a.verdict = EGRESS_VERDICT_DENY;
 	a.status = 451;
