@@ -128,6 +128,10 @@ json_t *egress_question_request(uint64_t id, uint64_t flow, const struct proxy_v
 {
 	json_t *q = question("request", id, h, name, f), *inj = json_array();
 
+	/* A request the rules denied carries no rule's secrets, even allowed
+	 * (egress_question_apply): its fields of u's names go as sent. */
+	if (f->status != EGRESS_ALLOW)
+		u = NULL;
 	for (size_t i = 0; inj && u && i < u->n_inject; i++)
 		json_array_append_new(inj, json_string(u->inject[i].header));
 	if (!q || !inj ||

@@ -7,7 +7,8 @@
  *    "connect" before it is spliced or decrypted; a plain HTTP request
  *    and each request on a decrypted flow ask "request", with the head's
  *    fields in order (the ones the deciding rule injects left out: their
- *    names are in "inject", their values never anywhere), at most
+ *    names are in "inject", their values never anywhere; none when the
+ *    rules denied the request, which then gets no rule's secrets), at most
  *    EGRESS_DECISION_HEADERS_MAX, each name cut to 256 bytes and each
  *    value to EGRESS_DECISION_VALUE_MAX (the path is never cut: a
  *    callback decides on the path that goes upstream) and any byte

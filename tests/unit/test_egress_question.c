@@ -134,6 +134,30 @@ static void test_request(void **state)
 	       "\"inject\":[]}");
 }
 
+/* A request the rules denied gets no rule's secrets even when the
+ * callback allows it: its fields of the rule's names go upstream as the
+ * guest sent them, so the client sees them, and "inject" is empty. */
+static void test_request_denied_shows_all(void **state)
+{
+	static const char head[] = "GET /repos/../admin HTTP/1.1\r\nHost: api.test\r\n"
+				   "Authorization: guest-own\r\n\r\n";
+	struct proxy_v2 h = hdr();
+	struct egress_flow f = request_flow(head, "/repos/../admin");
+
+	(void)state;
+	f.status = EGRESS_DENY;
+	f.reason = "request path is not in normal form";
+	f.rule = 0;
+	f.method[0] = 'G', f.method[1] = 'E', f.method[2] = 'T', f.method[3] = '\0';
+	expect(egress_question_request(5, 7, &h, "api.test", &f, head, &RULE),
+	       "{\"kind\":\"request\",\"id\":5,\"flow\":7,\"src\":\"10.0.2.15:40312\","
+	       "\"dst\":\"10.0.2.2:443\",\"name\":\"api.test\",\"proto\":\"http\","
+	       "\"static\":\"deny\",\"rule\":0,\"reason\":\"request path is not in normal form\","
+	       "\"method\":\"GET\",\"path\":\"/repos/../admin\","
+	       "\"headers\":[[\"host\",\"api.test\"],[\"authorization\",\"guest-own\"]],"
+	       "\"inject\":[]}");
+}
+
 static void test_request_bounds(void **state)
 {
 	size_t cap = 200 * 32 + 64, at;
@@ -386,9 +410,13 @@ static void test_changes(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_connect),           cmocka_unit_test(test_request),
-		cmocka_unit_test(test_request_bounds),    cmocka_unit_test(test_request_long_path),
-		cmocka_unit_test(test_request_long_name), cmocka_unit_test(test_apply),
+		cmocka_unit_test(test_connect),
+		cmocka_unit_test(test_request),
+		cmocka_unit_test(test_request_denied_shows_all),
+		cmocka_unit_test(test_request_bounds),
+		cmocka_unit_test(test_request_long_path),
+		cmocka_unit_test(test_request_long_name),
+		cmocka_unit_test(test_apply),
 		cmocka_unit_test(test_changes),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
