@@ -616,6 +616,40 @@ static int clean_headers(size_t n, size_t value_len)
 	return rc;
 }
 
+/* base without its field k. */
+static int clean_without(const char *base, const char *k)
+{
+	json_t *j = json_strict_loads(base, NULL);
+	char *text;
+	int rc;
+
+	assert_non_null(j);
+	assert_int_equal(json_object_del(j, k), 0);
+	text = json_dumps(j, JSON_COMPACT);
+	json_decref(j);
+	assert_non_null(text);
+	rc = clean(text);
+	free(text);
+	return rc;
+}
+
+/* A question without a field a client reads is refused (a compromised
+ * proxy's partial line never reaches a callback); reason is optional. */
+static void test_question_clean_missing(void **state)
+{
+	static const char *const connect[] = { "src",    "dst",  "name",      "proto",
+					       "static", "rule", "intercept", NULL };
+	static const char *const request[] = { "src",    "dst",     "name",   "proto",
+					       "static", "rule",    "flow",   "method",
+					       "path",   "headers", "inject", NULL };
+
+	(void)state;
+	for (const char *const *k = connect; *k; k++)
+		assert_int_equal(clean_without(CONNECT, *k), -EINVAL);
+	for (const char *const *k = request; *k; k++)
+		assert_int_equal(clean_without(REQUEST, *k), -EINVAL);
+}
+
 static void test_question_clean_bounds(void **state)
 {
 	(void)state;
@@ -637,6 +671,7 @@ int main(void)
 		cmocka_unit_test(test_attach_query),
 		cmocka_unit_test(test_question_clean_good),
 		cmocka_unit_test(test_question_clean_refused),
+		cmocka_unit_test(test_question_clean_missing),
 		cmocka_unit_test(test_question_clean_bounds),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
