@@ -24,9 +24,10 @@ struct waiter {
 
 struct egress_ask {
 	int fd;
+	pthread_mutex_t write_mu;
+	bool cut;           /* write_mu: a line was cut short, the stream is mid-line */
 	pthread_mutex_t mu; /* everything below */
 	pthread_cond_t cv;  /* an answer came, or a detach */
-	pthread_mutex_t write_mu;
 	bool attached;
 	unsigned gen; /* attaches so far */
 	struct egress_attach at;
@@ -194,31 +195,45 @@ bool egress_ask_attached(struct egress_ask *k)
 	return at;
 }
 
-/* The line, whole, before deadline: 0 or -1. */
-static int send_line(struct egress_ask *k, const char *s, size_t n, int64_t deadline)
+/* s[0..n) before deadline: how many bytes went (n, or fewer when it
+ * passed or the socket failed). write_mu held. */
+static size_t send_bytes(struct egress_ask *k, const char *s, size_t n, int64_t deadline)
 {
-	int rc = 0;
+	size_t sent = 0;
 
-	pthread_mutex_lock(&k->write_mu);
-	while (n) {
+	while (sent < n) {
 		struct pollfd p = { .fd = k->fd, .events = POLLOUT };
 		int64_t left = deadline - mono_ms();
 		ssize_t w;
 
-		if (left <= 0 || (poll(&p, 1, (int)left) < 0 && errno != EINTR)) {
-			rc = -1;
+		if (left <= 0 || (poll(&p, 1, (int)left) < 0 && errno != EINTR))
 			break;
-		}
-		w = send(k->fd, s, n, MSG_NOSIGNAL | MSG_DONTWAIT);
+		w = send(k->fd, s + sent, n - sent, MSG_NOSIGNAL | MSG_DONTWAIT);
 		if (w < 0 && (errno == EAGAIN || errno == EINTR))
 			continue;
-		if (w < 0) {
-			rc = -1;
+		if (w < 0)
 			break;
-		}
-		s += w;
-		n -= (size_t)w;
+		sent += (size_t)w;
 	}
+	return sent;
+}
+
+/* The line, whole, before deadline: 0 or -1. A line cut short leaves
+ * the stream mid-line: the next one first ends it ("\n", so kilnd drops
+ * the cut one alone), or it would be glued to it and dropped too. */
+static int send_line(struct egress_ask *k, const char *s, size_t n, int64_t deadline)
+{
+	size_t sent;
+	int rc = -1;
+
+	pthread_mutex_lock(&k->write_mu);
+	if (k->cut && send_bytes(k, "\n", 1, deadline) != 1)
+		goto out;
+	k->cut = false;
+	sent = send_bytes(k, s, n, deadline);
+	k->cut = sent > 0 && sent < n;
+	rc = sent == n ? 0 : -1;
+out:
 	pthread_mutex_unlock(&k->write_mu);
 	return rc;
 }

@@ -15,8 +15,9 @@
  *  - A detach, or kilnd gone, ends every wait: those questions take the
  *    on_timeout they were asked under (egress_question.h).
  *  - Questions are written whole under a lock, each within its own
- *    deadline; at most EGRESS_ASK_WAITING wait at once (more: not asked,
- *    as on a timeout).
+ *    deadline (one cut short by it is ended by the next question's
+ *    leading '\n': kilnd drops the cut line alone); at most
+ *    EGRESS_ASK_WAITING wait at once (more: not asked, as on a timeout).
  */
 #ifndef KILN_EGRESS_ASK_H
 #define KILN_EGRESS_ASK_H

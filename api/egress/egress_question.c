@@ -55,11 +55,16 @@ static bool injected_by(const struct http_rule *u, const char *s, size_t n)
 	return false;
 }
 
-/* s[0..n) as a JSON string of visible ASCII, space and tab ('?' for the rest). */
-static json_t *shown(const char *s, size_t n)
+/* s[0..n) cut to max bytes as a JSON string of visible ASCII, space and
+ * tab ('?' for the rest). */
+static json_t *shown(const char *s, size_t n, size_t max)
 {
-	char buf[EGRESS_DECISION_VALUE_MAX];
+	/* A path (HTTP_REQ_PATH_MAX - 1) or a field's value (VALUE_MAX). */
+	char buf[HTTP_REQ_PATH_MAX > EGRESS_DECISION_VALUE_MAX ? HTTP_REQ_PATH_MAX
+							       : EGRESS_DECISION_VALUE_MAX];
 
+	if (n > max)
+		n = max;
 	if (n > sizeof(buf))
 		n = sizeof(buf);
 	for (size_t i = 0; i < n; i++) {
@@ -88,12 +93,14 @@ static json_t *fields(const char *head, size_t n, const struct http_rule *u)
 		len = (size_t)(end - (head + at));
 		colon = memchr(head + at, ':', len);
 		if (colon && json_array_size(arr) < EGRESS_DECISION_HEADERS_MAX) {
+			/* A longer name is cut (kilnd takes 256 bytes), never left out. */
 			char name[257];
+			size_t cut;
 
 			name_len = (size_t)(colon - (head + at));
-			if (name_len && name_len < sizeof(name) &&
-			    !injected_by(u, head + at, name_len)) {
-				for (size_t i = 0; i < name_len; i++) {
+			cut = name_len < sizeof(name) ? name_len : sizeof(name) - 1;
+			if (name_len && !injected_by(u, head + at, name_len)) {
+				for (size_t i = 0; i < cut; i++) {
 					char c = head[at + i];
 
 					name[i] = c >= 'A' && c <= 'Z' ? (char)(c - 'A' + 'a') : c;
@@ -105,8 +112,9 @@ static json_t *fields(const char *head, size_t n, const struct http_rule *u)
 				       (head[at + len - 1] == ' ' || head[at + len - 1] == '\t'))
 					len--;
 				json_array_append_new(arr,
-						      json_pack("[s%o]", name, name_len,
-								shown(head + at + v, len - v)));
+						      json_pack("[s%o]", name, cut,
+								shown(head + at + v, len - v,
+								      EGRESS_DECISION_VALUE_MAX)));
 			}
 		}
 		at = (size_t)(end - head) + 2;
@@ -120,12 +128,16 @@ json_t *egress_question_request(uint64_t id, uint64_t flow, const struct proxy_v
 {
 	json_t *q = question("request", id, h, name, f), *inj = json_array();
 
+	/* A request the rules denied carries no rule's secrets, even allowed
+	 * (egress_question_apply): its fields of u's names go as sent. */
+	if (f->status != EGRESS_ALLOW)
+		u = NULL;
 	for (size_t i = 0; inj && u && i < u->n_inject; i++)
 		json_array_append_new(inj, json_string(u->inject[i].header));
 	if (!q || !inj ||
 	    json_object_set_new(q, "flow", flow ? json_integer((json_int_t)flow) : json_null()) ||
 	    json_object_set_new(q, "method", json_string(f->method)) ||
-	    json_object_set_new(q, "path", shown(f->path, strlen(f->path))) ||
+	    json_object_set_new(q, "path", shown(f->path, strlen(f->path), sizeof(f->path))) ||
 	    json_object_set_new(q, "headers", fields(head, f->head_len, u)) ||
 	    json_object_set_new(q, "inject", inj)) {
 		json_decref(q);
@@ -158,9 +170,13 @@ const char *egress_question_apply(struct egress_flow *f, const struct egress_ask
 		break;
 	case EGRESS_VERDICT_ALLOW:
 		if (f->status != EGRESS_ALLOW) {
-			/* The rules denied it: nothing decrypts it. */
+			/* The rules denied it: nothing decrypts it, and no
+			 * rule decided it, so no rule's secrets go with it (a
+			 * path rule refusing a path not in normal form names
+			 * itself). */
 			f->status = EGRESS_ALLOW;
 			f->intercept = false;
+			f->rule = SIZE_MAX;
 			f->reason = "";
 		}
 		break;

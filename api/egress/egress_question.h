@@ -7,14 +7,19 @@
  *    "connect" before it is spliced or decrypted; a plain HTTP request
  *    and each request on a decrypted flow ask "request", with the head's
  *    fields in order (the ones the deciding rule injects left out: their
- *    names are in "inject", their values never anywhere), each value cut
- *    to EGRESS_DECISION_VALUE_MAX and any byte outside visible ASCII,
- *    space and tab shown as '?'.
+ *    names are in "inject", their values never anywhere; none when the
+ *    rules denied the request, which then gets no rule's secrets), at most
+ *    EGRESS_DECISION_HEADERS_MAX, each name cut to 256 bytes and each
+ *    value to EGRESS_DECISION_VALUE_MAX (the path is never cut: a
+ *    callback decides on the path that goes upstream) and any byte
+ *    outside visible ASCII, space and tab shown as '?'.
  *  - What a flow or request that failed its checks (not TLS or HTTP, a
  *    name that differs from the destination's) never asks: the callback
  *    decides among well-formed flows only, never past those checks.
  *  - An answer: "rules" keeps the static decision; "allow" allows (a TLS
- *    flow no rule decrypts is spliced); "deny" refuses with its status
+ *    flow no rule decrypts is spliced; a flow the rules denied is then
+ *    decided by no rule: nothing decrypts it, no rule's secrets go with
+ *    it, and the log names no rule); "deny" refuses with its status
  *    and reason (the 403 body's rule is "callback"). No answer within the
  *    deadline (or the client gone while waiting): deny, reason "the
  *    policy callback did not answer within N ms", or the static decision

@@ -352,6 +352,13 @@ static bool q_field_ok(const char *k, const json_t *v, bool request)
 	return false;
 }
 
+/* What each question has (reason only when the rules denied). */
+static const char *const q_connect_fields[] = { "src",    "dst",  "name",      "proto",
+						"static", "rule", "intercept", NULL };
+static const char *const q_request_fields[] = { "src",    "dst",     "name",   "proto",
+						"static", "rule",    "flow",   "method",
+						"path",   "headers", "inject", NULL };
+
 int egress_decision_question_clean(const json_t *in, json_t **out, struct err *e)
 {
 	const char *kind = json_string_value(json_object_get(in, "kind")), *k;
@@ -365,9 +372,18 @@ int egress_decision_question_clean(const json_t *in, json_t **out, struct err *e
 	if (get_id(in, &id, e))
 		return -EINVAL;
 	request = !strcmp(kind, "request");
-	json_object_foreach((json_t *)in, k, v) if (!q_field_ok(k, v, request)) return err_set(
-		e, EINVAL, "question %llu: field \"%.64s\" is malformed", (unsigned long long)id,
-		k);
+	json_object_foreach((json_t *)in, k, v)
+	{
+		if (!q_field_ok(k, v, request))
+			return err_set(e, EINVAL, "question %llu: field \"%.64s\" is malformed",
+				       (unsigned long long)id, k);
+	}
+	/* Every field a client reads is there: a compromised proxy's partial
+	 * question would break a callback that trusts the protocol. */
+	for (const char *const *r = request ? q_request_fields : q_connect_fields; *r; r++)
+		if (!json_object_get(in, *r))
+			return err_set(e, EINVAL, "question %llu: no field \"%s\"",
+				       (unsigned long long)id, *r);
 	*out = json_deep_copy(in);
 	return *out ? 0 : err_set(e, ENOMEM, "out of memory");
 }

@@ -2,7 +2,8 @@
  * egress_http: where a chunked request body ends on a decrypted flow
  * (every refusal with its reason, a body fed in every split, the bytes
  * after it left alone) and the head with a rule's headers injected (the
- * guest's own fields of that name gone, whatever their case).
+ * guest's own fields of that name gone, whatever their case), or only
+ * removed (a field with no format: a policy answer's remove_headers).
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -152,6 +153,49 @@ static void test_inject(void **state)
 	assert_int_equal(inject(head, &AUTH, 1, out, 40), -ENOSPC);
 }
 
+/* A field with no format (a policy answer's remove_headers) is only
+ * removed: every field of its name, whatever its case or '_' for '-',
+ * and nothing is added for it. */
+static void test_inject_remove_only(void **state)
+{
+	static const char head[] =
+		"GET / HTTP/1.1\r\nHost: a.test\r\nUser-Agent: a\r\n"
+		"USER-AGENT: b\r\nuser_agent: c\r\nUser_Agent: d\r\n"
+		"user-agent-x: kept\r\nX-Agent: guest\r\nAuthorization: fake\r\n\r\n";
+	const struct egress_inject_field ua = { "user-agent", NULL, NULL };
+	const struct egress_inject_field mixed[] = {
+		{ "user-agent", NULL, NULL },
+		AUTH,
+		{ "x-agent", NULL, NULL },
+		{ "x-agent", "{}", "a1" },
+	};
+	char out[512];
+	long n;
+
+	(void)state;
+	assert_int_equal(egress_http_inject_size(strlen(head), &ua, 1), strlen(head));
+	n = inject(head, &ua, 1, out, sizeof(out));
+	assert_true(n > 0);
+	out[n] = '\0';
+	assert_string_equal(out,
+			    "GET / HTTP/1.1\r\nHost: a.test\r\nuser-agent-x: kept\r\n"
+			    "X-Agent: guest\r\nAuthorization: fake\r\n\r\n");
+	/* A name no field has: the head as it was. */
+	n = inject("GET / HTTP/1.1\r\nHost: a.test\r\n\r\n", &ua, 1, out, sizeof(out));
+	out[n] = '\0';
+	assert_string_equal(out, "GET / HTTP/1.1\r\nHost: a.test\r\n\r\n");
+	/* Mixed with injected fields; a name both removed and set is set once. */
+	n = inject(head, mixed, 4, out, sizeof(out));
+	assert_true(n > 0);
+	assert_true(egress_http_inject_size(strlen(head), mixed, 4) >= (size_t)n);
+	out[n] = '\0';
+	assert_string_equal(out,
+			    "GET / HTTP/1.1\r\nHost: a.test\r\nuser-agent-x: kept\r\n"
+			    "authorization: Bearer tok-1\r\nx-agent: a1\r\n\r\n");
+	/* Removal only never grows the head, so its exact size is enough. */
+	assert_int_equal(inject(head, &ua, 1, out, strlen(head)), strlen(head) - 4 * 15);
+}
+
 static void test_inject_refused(void **state)
 {
 	const struct egress_inject_field crlf = { "authorization", "Bearer {}", "a\r\nX-Evil: 1" };
@@ -173,9 +217,8 @@ static void test_inject_refused(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_chunked_ends),
-		cmocka_unit_test(test_chunked_refused),
-		cmocka_unit_test(test_inject),
+		cmocka_unit_test(test_chunked_ends),   cmocka_unit_test(test_chunked_refused),
+		cmocka_unit_test(test_inject),         cmocka_unit_test(test_inject_remove_only),
 		cmocka_unit_test(test_inject_refused),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

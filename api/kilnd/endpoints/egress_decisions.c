@@ -264,6 +264,13 @@ static int attach(struct decisions *s, struct api_err *e)
 	}
 	if (r == 0)
 		return 0;
+	if (r == -EAGAIN) {
+		api_err_set(e, API_E_BUSY,
+			    "sandbox %s: its egress proxy ended and is being started again: retry in a "
+			    "few seconds",
+			    s->id);
+		return -1;
+	}
 	kilnd_lock(s->d);
 	st = s->sb->rec.state;
 	kilnd_unlock(s->d);

@@ -145,6 +145,17 @@ static bool has_vmm(enum sandbox_state s)
 	return s == SANDBOX_RUNNING || s == SANDBOX_PAUSED;
 }
 
+/* A step on the running VMM failed: does it still run (*st its state
+ * now)? Then the failure is the request's; a VMM that ended meanwhile
+ * takes the saved rules at its next boot. */
+static bool vmm_still_runs(struct sandbox *sb, enum sandbox_state *st)
+{
+	kilnd_lock(sb->d);
+	*st = sb->rec.state;
+	kilnd_unlock(sb->d);
+	return has_vmm(*st);
+}
+
 int sandbox_firewall_get(struct sandbox *sb, json_t **out, struct api_err *e)
 {
 	json_t *rules = NULL, *live = NULL;
@@ -207,18 +218,13 @@ int sandbox_firewall_set(struct sandbox *sb, const json_t *body, json_t **out, s
 		struct api_err ge;
 
 		/* Outside the VMM first. On failure the old table, and maybe part
-		 * of the new one, still hold: never less than the new rules deny. */
-		if (sandbox_egress_apply(sb, cg, canon, &ge)) {
-			kilnd_lock(d);
-			st = sb->rec.state;
-			kilnd_unlock(d);
-			/* A VMM that ended meanwhile took its cgroup along: the next boot attaches the file's. */
-			if (has_vmm(st)) {
-				api_err_set(e, API_E_INTERNAL,
-					    "%s (the rules are saved and apply at the next boot)",
-					    ge.msg);
-				r = -1;
-			}
+		 * of the new one, still hold: never less than the new rules deny.
+		 * A VMM that ended meanwhile took its cgroup along: the next boot
+		 * attaches the file's. */
+		if (sandbox_egress_apply(sb, cg, canon, &ge) && vmm_still_runs(sb, &st)) {
+			api_err_set(e, API_E_INTERNAL,
+				    "%s (the rules are saved and apply at the next boot)", ge.msg);
+			r = -1;
 		}
 	}
 	if (!r && has_vmm(st)) {
@@ -227,17 +233,10 @@ int sandbox_firewall_set(struct sandbox *sb, const json_t *body, json_t **out, s
 		if (vmm_control_firewall(sb->control, line, VMM_CONTROL_TIMEOUT_MS, &cut, NULL,
 					 &ce) == 0) {
 			applied = true;
-		} else {
-			kilnd_lock(d);
-			st = sb->rec.state;
-			kilnd_unlock(d);
-			/* A VMM that ended meanwhile takes the file at its next boot. */
-			if (has_vmm(st)) {
-				api_err_set(e, ce.code,
-					    "%s (the rules are saved and apply at the next boot)",
-					    ce.msg);
-				r = -1;
-			}
+		} else if (vmm_still_runs(sb, &st)) {
+			api_err_set(e, ce.code,
+				    "%s (the rules are saved and apply at the next boot)", ce.msg);
+			r = -1;
 		}
 	}
 	/* The egress proxy follows: started for new http entries, told of
@@ -246,10 +245,7 @@ int sandbox_firewall_set(struct sandbox *sb, const json_t *body, json_t **out, s
 		struct api_err pe;
 
 		if (egress_proxy_sync(sb, canon, &pe)) {
-			kilnd_lock(d);
-			st = sb->rec.state;
-			kilnd_unlock(d);
-			if (has_vmm(st)) {
+			if (vmm_still_runs(sb, &st)) {
 				api_err_set(e, pe.code,
 					    "%s (the rules are saved; steered flows are refused until the proxy runs)",
 					    pe.msg);

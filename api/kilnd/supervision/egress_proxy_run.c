@@ -788,6 +788,8 @@ int egress_run_policy_attach(struct kilnd *d, const char *id, int *fd)
 		*fd = fcntl(en->policy_fd, F_DUPFD_CLOEXEC, 3);
 		r = *fd < 0 ? -errno : 0;
 		en->policy_held = *fd >= 0;
+	} else if (en) {
+		r = -EAGAIN; /* between a proxy's end and its next start */
 	}
 	pthread_mutex_unlock(&px->mu);
 	return r;

@@ -41,7 +41,8 @@ bool egress_run_signal(struct kilnd *d, const char *id, int sig);
  * copy of kilnd's end of the socket pair id's running proxy reads as
  * --policy-fd, for the one client that may hold it. 0 with *fd (the
  * caller's to close; end of file on it: that proxy ended), -ENOENT (no
- * proxy running) or -EBUSY (a client holds it). Detach lets the next one in.
+ * proxy for id), -EAGAIN (it is to be started again: its backoff) or
+ * -EBUSY (a client holds it). Detach lets the next one in.
  */
 int egress_run_policy_attach(struct kilnd *d, const char *id, int *fd);
 void egress_run_policy_detach(struct kilnd *d, const char *id);
