@@ -239,6 +239,11 @@ static void test_snapshot_endpoints(void **state)
 	assert_false(has_body(handle_firewall_log));
 	assert_ptr_equal(op_of("GET", "/v1/sandboxes/x/egress/log", NULL), handle_egress_log);
 	assert_false(has_body(handle_egress_log));
+	assert_ptr_equal(op_of("GET", "/v1/sandboxes/x/egress/decisions", NULL),
+			 handle_egress_decisions);
+	assert_false(has_body(handle_egress_decisions));
+	assert_ptr_equal(op_of("GET", "/v1/sandboxes/x/shares/0/serve", NULL), handle_share_serve);
+	assert_false(has_body(handle_share_serve));
 	assert_int_equal(match("PUT", "/v1/sandboxes/x/firewall/log", &m, &e), -1);
 	assert_int_equal(e.code, API_E_METHOD_NOT_ALLOWED);
 	assert_int_equal(match("GET", "/v1/sandboxes/x/pause", &m, &e), -1);
