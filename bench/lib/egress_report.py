@@ -1,10 +1,10 @@
 """bench/egress's figures: the guest's `kiln-bench-guest repeat` output
 parsed, per case requests per second and mean/p50/p99 latency, the ratios
-(b)/(a) and (d)/(c), the table and build/bench/egress.json.
+(b)/(a), (d)/(c) and (e)/(d), the table and build/bench/egress.json.
 
     python3 bench/lib/egress_report.py DIR [KEY=VALUE...]
 
-DIR holds one file per case (a.out, b.out, c.out, d.out: every batch's
+DIR holds one file per case (a.out ... e.out: every batch's
 output appended, "run EXIT USEC" per request and "wall SECONDS" per
 batch; a missing file is a case that did not run); KEY=VALUE pairs go
 into the JSON as they are (the run's settings). Exit 0 whatever the
@@ -19,8 +19,9 @@ import time
 CASES = (("a", "(a) HTTP, packet filter alone"),
          ("b", "(b) HTTP through the proxy"),
          ("c", "(c) HTTPS spliced"),
-         ("d", "(d) HTTPS intercepted"))
-RATIOS = (("b", "a"), ("d", "c"))
+         ("d", "(d) HTTPS intercepted"),
+         ("e", "(e) (d) + a policy callback"))
+RATIOS = (("b", "a"), ("d", "c"), ("e", "d"))
 
 
 def parse(text):
