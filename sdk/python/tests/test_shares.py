@@ -103,6 +103,75 @@ class TestDispatch(unittest.TestCase):
         self.assertIn("no share at guest path '/c'", str(c.exception))
 
 
+class TestHostileLines(unittest.TestCase):
+    """Lines a compromised kilnd could send: the object never sees a path
+    outside the share's tree or a field of the wrong kind, MemoryFS never
+    grows to a size the guest chose, and no line ends the serving."""
+
+    class Recorder:
+        def __init__(self) -> None:
+            self.calls: list[tuple] = []
+
+        def __getattr__(self, op: str):  # every op: recorded, answered ok
+            if op not in _shares._OPS:
+                raise AttributeError(op)
+
+            def fn(*args: object) -> object:
+                self.calls.append((op, *args))
+                return {"type": "file", "size": 0} if op == "stat" else None
+            return fn
+
+    def test_bad_paths_never_reach_the_object(self) -> None:
+        bad = ["/../x", "/a/../../etc/passwd", "..", "x", "", "//x", "/a//b", "/a/", "/./a",
+               "/a/.", "/a\x00b", "/" + "n" * 256, "/a" * 2049, 5, None, ["/"]]
+        for path in bad:
+            obj = self.Recorder()
+            got = _shares.dispatch(obj, req("stat", path))  # type: ignore[arg-type]
+            self.assertEqual(got, {"id": 9, "error": "EINVAL"}, path)
+            self.assertEqual(obj.calls, [], path)
+        obj = self.Recorder()
+        self.assertEqual(_shares.dispatch(obj, req("rename", "/a", to="/../b")), {"id": 9, "error": "EINVAL"})
+        self.assertEqual(_shares.dispatch(obj, req("rename", "/a", to="/b")), {"id": 9})
+        self.assertEqual(obj.calls, [("rename", "/a", "/b")])
+
+    def test_bad_fields_never_reach_the_object(self) -> None:
+        obj = self.Recorder()
+        for r in (req("read", "/f", offset=-1, size=1), req("read", "/f", offset=0, size=0),
+                  req("read", "/f", offset=0, size=131073), req("read", "/f", offset="0", size=1),
+                  req("read", "/f", offset=True, size=1), req("read", "/f", offset=2 ** 63, size=1),
+                  req("write", "/f", offset=0, data="a"), req("write", "/f", offset=0, data=7),
+                  req("write", "/f", offset=1.5, data="aGk="), req("truncate", "/f", size=-1),
+                  req("create", "/f", mode=0o10000), req("mkdir", "/d"), req("read", "/f")):
+            self.assertEqual(_shares.dispatch(obj, r), {"id": 9, "error": "EINVAL"}, r)
+        self.assertEqual(obj.calls, [])
+        self.assertEqual(_shares.dispatch(obj, req("read", "/f", offset=2 ** 63 - 1, size=131072)),
+                         {"id": 9, "data": ""})
+
+    def test_memoryfs_sizes_are_bounded(self) -> None:
+        fs = kiln.MemoryFS({"/f": b"ab"})
+        d = lambda *a, **k: _shares.dispatch(fs, req(*a, **k))  # noqa: E731
+        self.assertEqual(d("write", "/f", offset=2 ** 40, data="aGk="), {"id": 9, "error": "EFBIG"})
+        self.assertEqual(d("truncate", "/f", size=2 ** 40), {"id": 9, "error": "EFBIG"})
+        self.assertEqual(fs.files["/f"], b"ab")
+        small = kiln.MemoryFS(max_bytes=8)
+        self.assertEqual(_shares.dispatch(small, req("create", "/a", mode=0o644)), {"id": 9})
+        self.assertEqual(_shares.dispatch(small, req("create", "/b", mode=0o644)), {"id": 9})
+        self.assertEqual(_shares.dispatch(small, req("truncate", "/a", size=6)), {"id": 9})
+        self.assertEqual(_shares.dispatch(small, req("write", "/b", offset=0, data="aGk=")),
+                         {"id": 9, "size": 2})
+        self.assertEqual(_shares.dispatch(small, req("write", "/b", offset=2, data="aGk=")),
+                         {"id": 9, "error": "ENOSPC"})
+        self.assertEqual(_shares.dispatch(small, req("truncate", "/a", size=0)), {"id": 9})
+        self.assertEqual(_shares.dispatch(small, req("write", "/b", offset=2, data="aGk=")),
+                         {"id": 9, "size": 2})
+
+    def test_a_deeply_nested_line_is_dropped(self) -> None:
+        self.assertIsNone(_shares.parse_line(b"[" * 200000))
+        errs: list[str] = []
+        _shares.note(errs, b'{"kind":"error","message":' + b"[" * 200000 + b"}")
+        self.assertEqual(errs, [])
+
+
 class FakeShareKilnd:
     """A socket that answers the upgrade with `status` and then sends one
     request line and keeps the reply."""
