@@ -15,6 +15,7 @@ import { KilnError } from './errors.js';
 
 export const SHARE_PROTOCOL = 'kiln-fs';
 const LINE_MAX = 262144;
+const WAITING_MAX = 64; // request lines queued before the socket pauses
 const ERRORS = new Set(('ENOENT EEXIST ENOTDIR EISDIR ENOTEMPTY EACCES EPERM EROFS ENOSPC EINVAL EIO ' +
   'ENOSYS EFBIG ENAMETOOLONG').split(' '));
 const OPS = new Set(['stat', 'readdir', 'read', 'write', 'create', 'mkdir', 'unlink', 'rmdir', 'rename', 'truncate']);
@@ -132,6 +133,8 @@ export class ShareServer {
     this.socket = socket;
     this.buf = Buffer.alloc(0);
     this.chain = Promise.resolve();
+    this.waiting = 0; // lines queued on chain, not yet answered
+    this.paused = false;
     this.closed = new Promise((resolve) => {
       socket.on('close', resolve);
     });
@@ -149,9 +152,23 @@ export class ShareServer {
       const line = this.buf.subarray(0, nl).toString('utf8');
       this.buf = this.buf.subarray(nl + 1);
       // A line that throws must neither stop the chain nor be an unhandled rejection (which ends the process).
-      this.chain = this.chain.then(() => this.line(line)).catch(() => {});
+      this.waiting++;
+      this.chain = this.chain.then(() => this.line(line)).catch(() => {}).finally(() => this.done());
+    }
+    // kilnd sends one request at a time; lines that pile up (a compromised kilnd) pause the socket.
+    if (this.waiting >= WAITING_MAX && !this.paused) {
+      this.paused = true;
+      this.socket.pause();
     }
     if (this.buf.length > LINE_MAX) this.socket.destroy();
+  }
+
+  done() {
+    this.waiting--;
+    if (this.paused && this.waiting <= WAITING_MAX / 4) {
+      this.paused = false;
+      this.socket.resume();
+    }
   }
 
   async line(text) {

@@ -141,6 +141,8 @@ test('fuzz: mutated share request lines never end the serving, reach MemoryFS on
   let text = '';
   sock.write = (d) => { text += d; return true; };
   sock.destroy = () => { sock.destroyed = true; sock.emit('close'); };
+  sock.pause = () => {};
+  sock.resume = () => {};
   const rejections = [];
   const onRejection = (e) => rejections.push(e);
   process.on('unhandledRejection', onRejection);

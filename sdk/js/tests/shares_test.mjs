@@ -161,3 +161,31 @@ test('shares: a hostile kilnd line neither crashes the process nor stops the ser
     await f.close();
   }
 });
+
+// kilnd sends one request at a time; one that floods (compromised) must
+// not queue lines without bound: the socket pauses while many wait.
+test('shares: a flood of request lines pauses the socket until the object catches up', async () => {
+  const { EventEmitter } = await import('node:events');
+  const sock = new EventEmitter();
+  sock.destroyed = false;
+  let text = '';
+  let paused = 0;
+  let resumed = 0;
+  sock.write = (d) => { text += d; return true; };
+  sock.destroy = () => { sock.destroyed = true; };
+  sock.pause = () => { paused++; };
+  sock.resume = () => { resumed++; };
+  let release;
+  const gate = new Promise((r) => { release = r; });
+  const obj = { async stat() { await gate; return { type: 'file', size: 1 }; } };
+  const srv = new kiln.ShareServer(0, obj, sock, Buffer.alloc(0));
+  let lines = '';
+  for (let i = 1; i <= 1000; i++) lines += `{"id":${i},"op":"stat","path":"/f"}\n`;
+  srv.feed(Buffer.from(lines));
+  assert.equal(paused, 1);
+  assert.equal(resumed, 0);
+  release();
+  await srv.chain;
+  assert.equal(resumed, 1);
+  assert.equal(text.split('\n').filter(Boolean).length, 1000);
+});
