@@ -301,6 +301,11 @@ export class MemoryFS {
     if (!this.dirs.has(p) || p === '/') throw fsError('ENOENT', p);
     if (this.files.has(to)) throw fsError('ENOTDIR', to);
     if (to.startsWith(p + '/')) throw fsError('EINVAL', to);
+    if (to === p) return;
+    // Over a directory: only an empty one (an ancestor never is).
+    const under = to === '/' ? '/' : to + '/';
+    if (this.dirs.has(to) && [...this.files.keys(), ...this.dirs].some((x) => x !== '/' && x.startsWith(under))) throw fsError('ENOTEMPTY', to);
+    this.dirs.delete(to);
     const moved = (x) => (x === p || x.startsWith(p + '/') ? to + x.slice(p.length) : x);
     this.dirs = new Set([...this.dirs].map(moved));
     this.files = new Map([...this.files].map(([k, v]) => [moved(k), v]));

@@ -189,3 +189,18 @@ test('shares: a flood of request lines pauses the socket until the object catche
   assert.equal(resumed, 1);
   assert.equal(text.split('\n').filter(Boolean).length, 1000);
 });
+
+// rename(2): a directory may replace an empty one, not one with entries
+// (ENOTEMPTY), which also refuses a rename onto an ancestor.
+test('shares: MemoryFS renames a directory over an empty one only', async () => {
+  const fs = new MemoryFS({ '/x/a': '1', '/y/b': '2', '/p/q/r': '3' });
+  fs.dirs.add('/e');
+  const d = (op, path, more) => dispatch(fs, req(op, path, more));
+  assert.deepEqual(await d('rename', '/x', { to: '/y' }), { id: 9, error: 'ENOTEMPTY' });
+  assert.deepEqual(await d('rename', '/p/q', { to: '/p' }), { id: 9, error: 'ENOTEMPTY' });
+  assert.deepEqual([...fs.files.keys()].sort(), ['/p/q/r', '/x/a', '/y/b']);
+  assert.deepEqual(await d('rename', '/x', { to: '/x' }), { id: 9 });
+  assert.deepEqual(await d('rename', '/x', { to: '/e' }), { id: 9 });
+  assert.deepEqual([...fs.files.keys()].sort(), ['/e/a', '/p/q/r', '/y/b']);
+  assert.ok(!fs.dirs.has('/x'));
+});

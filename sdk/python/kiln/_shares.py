@@ -398,6 +398,13 @@ class MemoryFS:
                 raise OSError(errno_mod.ENOTDIR, to)
             if to.startswith(path + "/"):
                 raise OSError(errno_mod.EINVAL, to)
+            if to == path:
+                return
+            # Over a directory: only an empty one (an ancestor never is).
+            if to in self.dirs and any(p.startswith(to.rstrip("/") + "/")
+                                       for p in list(self.files) + list(self.dirs)):
+                raise OSError(errno_mod.ENOTEMPTY, to)
+            self.dirs.discard(to)
             prefix = path + "/"
             self.dirs = {to + d[len(path):] if d == path or d.startswith(prefix) else d for d in self.dirs}
             self.files = {to + p[len(path):] if p.startswith(prefix) else p: v for p, v in self.files.items()}

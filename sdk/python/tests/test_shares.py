@@ -165,6 +165,20 @@ class TestHostileLines(unittest.TestCase):
         self.assertEqual(_shares.dispatch(small, req("write", "/b", offset=2, data="aGk=")),
                          {"id": 9, "size": 2})
 
+    def test_memoryfs_rename_of_a_directory_over_a_full_one(self) -> None:
+        # rename(2): a directory may replace an empty one, not one with
+        # entries (ENOTEMPTY), which also refuses a rename onto an ancestor.
+        fs = kiln.MemoryFS({"/x/a": b"1", "/y/b": b"2", "/p/q/r": b"3"})
+        fs.dirs.add("/e")
+        d = lambda *a, **k: _shares.dispatch(fs, req(*a, **k))  # noqa: E731
+        self.assertEqual(d("rename", "/x", to="/y"), {"id": 9, "error": "ENOTEMPTY"})
+        self.assertEqual(d("rename", "/p/q", to="/p"), {"id": 9, "error": "ENOTEMPTY"})
+        self.assertEqual(sorted(fs.files), ["/p/q/r", "/x/a", "/y/b"])
+        self.assertEqual(d("rename", "/x", to="/x"), {"id": 9})
+        self.assertEqual(d("rename", "/x", to="/e"), {"id": 9})
+        self.assertEqual(sorted(fs.files), ["/e/a", "/p/q/r", "/y/b"])
+        self.assertNotIn("/x", fs.dirs)
+
     def test_a_deeply_nested_line_is_dropped(self) -> None:
         self.assertIsNone(_shares.parse_line(b"[" * 200000))
         errs: list[str] = []
