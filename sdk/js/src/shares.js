@@ -107,7 +107,9 @@ export async function dispatch(obj, req) {
     return { id: req.id, error: errorName(e) };
   }
   try {
-    return okReply(req, result);
+    const out = okReply(req, result);
+    JSON.stringify(out); // a value no JSON line can carry (a BigInt): EIO now, not a missing answer
+    return out;
   } catch {
     return { id: req.id, error: 'EIO' };
   }

@@ -204,3 +204,8 @@ test('shares: MemoryFS renames a directory over an empty one only', async () => 
   assert.deepEqual([...fs.files.keys()].sort(), ['/e/a', '/p/q/r', '/y/b']);
   assert.ok(!fs.dirs.has('/x'));
 });
+
+test('shares: a result JSON cannot carry answers EIO', async () => {
+  const obj = { stat: () => ({ type: 'file', size: 1, mtime: 10n }) };
+  assert.deepEqual(await dispatch(obj, req('stat', '/f')), { id: 9, error: 'EIO' });
+});

@@ -154,7 +154,9 @@ def answer(req: dict[str, Any], call: Any) -> dict[str, Any]:
     if isinstance(call, BaseException):
         return {"id": req.get("id"), "error": error_name(call)}
     try:
-        return _ok(req, call)
+        out = _ok(req, call)
+        json.dumps(out, allow_nan=False)  # a value no JSON line can carry: EIO now
+        return out
     except Exception:  # a result of the wrong shape
         return {"id": req.get("id"), "error": "EIO"}
 

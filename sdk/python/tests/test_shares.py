@@ -179,6 +179,13 @@ class TestHostileLines(unittest.TestCase):
         self.assertEqual(sorted(fs.files), ["/e/a", "/p/q/r", "/y/b"])
         self.assertNotIn("/x", fs.dirs)
 
+    def test_a_result_json_cannot_carry_is_eio(self) -> None:
+        class Obj:
+            def stat(self, path: str) -> dict:
+                return {"type": "file", "size": 1, "mtime": object()}
+
+        self.assertEqual(_shares.dispatch(Obj(), req("stat", "/f")), {"id": 9, "error": "EIO"})
+
     def test_a_deeply_nested_line_is_dropped(self) -> None:
         self.assertIsNone(_shares.parse_line(b"[" * 200000))
         errs: list[str] = []
