@@ -214,6 +214,9 @@ class ShareServer:
         self._obj = obj
         self._closed = threading.Event()
         self._sock, rest = conn.sock, conn.leftover
+        # The client's timeout bounded the upgrade (its last deadline is
+        # still on the socket); a share may be idle for hours.
+        self._sock.settimeout(None)
         self._thread = threading.Thread(target=self._run, args=(rest,), daemon=True,
                                         name=f"kiln-share-{index}")
         self._thread.start()

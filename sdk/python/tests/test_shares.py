@@ -14,6 +14,7 @@ import os
 import socket
 import tempfile
 import threading
+import time
 import unittest
 
 import kiln
@@ -197,13 +198,14 @@ class FakeShareKilnd:
     """A socket that answers the upgrade with `status` and then sends one
     request line and keeps the reply."""
 
-    def __init__(self, status: int = 101) -> None:
+    def __init__(self, status: int = 101, delay: float = 0) -> None:
         self.dir = tempfile.mkdtemp(prefix="kiln-sdk-share.")
         self.path = os.path.join(self.dir, "k.sock")
         self.s = socket.socket(socket.AF_UNIX)
         self.s.bind(self.path)
         self.s.listen(1)
         self.status = status
+        self.delay = delay
         self.head = b""
         self.reply = b""
         self.t = threading.Thread(target=self._run, daemon=True)
@@ -220,7 +222,9 @@ class FakeShareKilnd:
             c.close()
             return
         c.sendall(b"HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: kiln-fs\r\n\r\n"
-                  b'{"kind":"error","message":"first"}\n{"id":3,"op":"stat","path":"/f"}\n')
+                  b'{"kind":"error","message":"first"}\n')
+        time.sleep(self.delay)  # a share idle for a while
+        c.sendall(b'{"id":3,"op":"stat","path":"/f"}\n')
         while not self.reply.endswith(b"\n"):
             got = c.recv(1)
             if not got:
@@ -246,6 +250,19 @@ class TestServers(unittest.TestCase):
                 self.assertIn(b"Upgrade: kiln-fs", fake.head)
                 self.assertEqual(json.loads(fake.reply), {"id": 3, "type": "file", "size": 2, "mode": 0o666})
                 self.assertEqual(srv.errors, ["first"])
+        finally:
+            fake.close()
+
+    def test_sync_server_outlives_the_client_timeout(self) -> None:
+        # A share may be idle for longer than the client's timeout (which
+        # bounds the upgrade only): the next request is still served.
+        fake = FakeShareKilnd(delay=1.2)
+        try:
+            sb = kiln.Sandbox(kiln.Kiln(fake.path, timeout=0.5), {"id": "sb1"})
+            with sb.shares.serve(0, kiln.MemoryFS({"/f": b"xy"})) as srv:
+                fake.t.join(5)
+                self.assertEqual(json.loads(fake.reply), {"id": 3, "type": "file", "size": 2, "mode": 0o666})
+                self.assertTrue(srv.serving)
         finally:
             fake.close()
 
