@@ -250,8 +250,14 @@ static void test_replies_refused(void **state)
 		  "unknown field 'size'" },
 	};
 	char why[SHARE_WHY_MAX], *canon;
+	struct share_req r4 = { 4, SHARE_OP_STAT, 0 };
 
 	(void)state;
+	/* Another id than the request's: -2, so the relay keeps the request
+	 * waiting (a late answer must not fail the next one). */
+	assert_int_equal(reply(&r4, "{\"id\":5,\"type\":\"file\",\"size\":0}", &canon, why), -2);
+	assert_int_equal(reply(&r4, "{\"id\":4,\"type\":\"link\",\"size\":0}", &canon, why), -1);
+	assert_int_equal(reply(&r4, "{\"type\":\"file\",\"size\":0}", &canon, why), -1);
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		if (!reply(&cases[i].req, cases[i].in, &canon, why))
 			fail_msg("%s: accepted as %s", cases[i].in, canon);

@@ -425,7 +425,8 @@ int share_reply_check(const char *line, size_t n, const struct share_req *req, c
 		return -1;
 	if (!req->id || id != req->id) {
 		snprintf(why, SHARE_WHY_MAX, "id %u is not the request outstanding", id);
-		goto bad;
+		json_decref(o);
+		return -2;
 	}
 	out = json_pack("{s:I}", "id", (json_int_t)id);
 	if (!out) {
