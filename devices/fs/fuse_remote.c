@@ -632,9 +632,14 @@ static int begin_rename(struct fuse_remote *fr, struct fuse_req *r, char *line, 
 		err = -ENOTDIR;
 	else if ((err = fuse_req_name(r, &newname)) == 0)
 		err = child_path(newdir, newname, &to);
-	/* A directory into itself: the client need not know the rule. */
+	/* A directory into itself, or anything onto its own ancestor (which
+	 * is never empty): refused as rename(2) does, so the client need not
+	 * know the rules and the node table never moves a parent's nodes
+	 * beneath its child. */
 	if (!err && strncmp(to, from, strlen(from)) == 0 && to[strlen(from)] == '/')
 		err = -EINVAL;
+	else if (!err && strncmp(from, to, strlen(to)) == 0 && from[strlen(to)] == '/')
+		err = -ENOTEMPTY;
 	if (err < 0) {
 		free(from);
 		free(to);

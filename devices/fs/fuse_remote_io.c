@@ -142,6 +142,19 @@ static long read_line(struct fuse_remote_io *io, int64_t *deadline)
 	return nl - io->buf;
 }
 
+/* Between requests the server has nothing to say: an idle connection
+ * that is readable has ended (kilnd restarted or dropped it) or holds
+ * bytes nobody asked for. Either way it is closed, so this request
+ * connects again rather than failing on it (or reading those bytes as
+ * its reply). */
+static void drop_stale(struct fuse_remote_io *io)
+{
+	struct pollfd p = { .fd = io->fd, .events = POLLIN };
+
+	if (io->fd >= 0 && poll(&p, 1, 0) > 0 && p.revents)
+		fuse_remote_io_close(io);
+}
+
 long fuse_remote_io_call(struct fuse_remote_io *io, const char *line, size_t len,
 			 const char **reply)
 {
@@ -155,6 +168,7 @@ long fuse_remote_io_call(struct fuse_remote_io *io, const char *line, size_t len
 		io->st.shed++;
 		return -ETIMEDOUT;
 	}
+	drop_stale(io);
 	if (io->fd < 0 && (err = io_connect(io)) < 0) {
 		io->st.unreachable++;
 		io_log(io, "cannot connect to %s: %s (the guest gets EIO)", io->path,

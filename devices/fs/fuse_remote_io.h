@@ -7,7 +7,9 @@
  * Contract:
  *  - Connects (AF_UNIX, SOCK_STREAM, non-blocking) at the first request
  *    that needs the client, and again at a later request after the
- *    connection failed, timed out or carried garbage: never in a loop, and
+ *    connection failed, timed out or carried garbage, or when the idle
+ *    connection was ended by the server (kilnd restarted) or became
+ *    readable with bytes nobody asked for: never in a loop, and
  *    never more than one connect per request. No connection (ENOENT,
  *    ECONNREFUSED, EAGAIN with a full backlog...): the guest gets EIO at
  *    once.

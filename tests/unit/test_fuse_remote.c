@@ -558,6 +558,13 @@ static void test_rename_moves_descendants(void **state)
 	/* Into itself: refused without a line. */
 	rn.newdir = s;
 	assert_int_equal(req(f, FUSE_RENAME, e, &rn, sizeof(rn), "moved", "in"), -EINVAL);
+	/* Onto an ancestor (a guest kernel never asks; a hostile one may):
+	 * refused as rename(2) does, without a line, so the node table never
+	 * has to move a directory over its own parent. */
+	rn.newdir = FUSE_ROOT_ID;
+	assert_int_equal(req(f, FUSE_RENAME, d, &rn, sizeof(rn), "s", "e"), -ENOTEMPTY);
+	rn.newdir = e;
+	assert_int_equal(req(f, FUSE_RENAME, s, &rn, sizeof(rn), "x", "moved"), -ENOTEMPTY);
 	/* A file renamed over another: the replaced one's node no longer
 	 * answers to that path. */
 	rn.newdir = FUSE_ROOT_ID;

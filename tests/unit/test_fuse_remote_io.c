@@ -25,7 +25,7 @@
 #include "devices/fs/fuse_remote_io.h"
 #include "lib/base/mono.h"
 
-enum mode { ANSWER, SILENT, CLOSE, WRONG_ID, TWO_LINES, ENDLESS };
+enum mode { ANSWER, SILENT, CLOSE, WRONG_ID, TWO_LINES, ENDLESS, ONCE };
 
 struct server {
 	int lfd;
@@ -84,6 +84,7 @@ static void *serve(void *arg)
 
 			switch (s->mode) {
 			case ANSWER:
+			case ONCE:
 				n = snprintf(buf, sizeof(buf),
 					     "{\"id\":%u,\"type\":\"file\",\"size\":3}\n", id);
 				break;
@@ -106,7 +107,7 @@ static void *serve(void *arg)
 			}
 			if (s->mode == CLOSE || s->mode == SILENT)
 				break;
-			if (send(c, buf, (size_t)n, MSG_NOSIGNAL) != n)
+			if (send(c, buf, (size_t)n, MSG_NOSIGNAL) != n || s->mode == ONCE)
 				break;
 		}
 		if (s->mode == SILENT && s->nheld < 8)
@@ -296,6 +297,24 @@ static void test_extra_line_drops_the_connection(void **state)
 	assert_int_equal(f->io.st.connects, 2);
 }
 
+/* The server ended an idle connection (kilnd restarted, or dropped it):
+ * the next request connects again instead of failing on the dead one. */
+static void test_idle_connection_ended(void **state)
+{
+	struct fx *f = *state;
+
+	start(f, ONCE);
+	assert_int_equal(lookup(f), 0);
+	/* The server has closed its end by now. */
+	for (int i = 0; i < 100 && __atomic_load_n(&f->srv.accepted, __ATOMIC_SEQ_CST) < 1; i++)
+		usleep(10000);
+	usleep(50000);
+	assert_int_equal(lookup(f), 0);
+	assert_int_equal(lookup(f), 0);
+	assert_int_equal(f->io.st.connects, 3);
+	assert_int_equal(f->nlogged, 0);
+}
+
 static void test_endless_line(void **state)
 {
 	struct fx *f = *state;
@@ -328,6 +347,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_answers, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_no_server_is_eio_at_once, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_silent_server_times_out, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_idle_connection_ended, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_closing_server, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_wrong_id_drops_the_connection, setup,
 						teardown),

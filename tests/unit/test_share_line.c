@@ -250,8 +250,14 @@ static void test_replies_refused(void **state)
 		  "unknown field 'size'" },
 	};
 	char why[SHARE_WHY_MAX], *canon;
+	struct share_req r4 = { 4, SHARE_OP_STAT, 0 };
 
 	(void)state;
+	/* Another id than the request's: -2, so the relay keeps the request
+	 * waiting (a late answer must not fail the next one). */
+	assert_int_equal(reply(&r4, "{\"id\":5,\"type\":\"file\",\"size\":0}", &canon, why), -2);
+	assert_int_equal(reply(&r4, "{\"id\":4,\"type\":\"link\",\"size\":0}", &canon, why), -1);
+	assert_int_equal(reply(&r4, "{\"type\":\"file\",\"size\":0}", &canon, why), -1);
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		if (!reply(&cases[i].req, cases[i].in, &canon, why))
 			fail_msg("%s: accepted as %s", cases[i].in, canon);
@@ -273,6 +279,34 @@ static void test_made_lines(void **state)
 	free(s);
 }
 
+/* A refusal quotes at most 40 bytes of a hostile key or op: cut inside a
+ * character, the reason was not UTF-8, so the client's error line could
+ * not be made and the relay dropped the client instead of telling it. */
+static void test_refusal_quotes_whole_characters(void **state)
+{
+	/* "x" and 30 two-byte characters: the 40th byte is the first of
+	 * the 20th character. */
+	static const char e2[] = "\xc3\xa9";
+	char key[256] = "x", line[512], why[SHARE_WHY_MAX], *canon, *msg;
+	struct share_req r = { 4, SHARE_OP_UNLINK, 0 };
+
+	(void)state;
+	for (int i = 0; i < 30; i++)
+		strcat(key, e2);
+	snprintf(line, sizeof(line), "{\"id\":4,\"%s\":1}", key);
+	assert_int_equal(reply(&r, line, &canon, why), -1);
+	assert_non_null(strstr(why, "unknown field 'x"));
+	msg = share_client_error(why);
+	assert_non_null(msg);
+	free(msg);
+	snprintf(line, sizeof(line), "{\"id\":4,\"op\":\"%s\",\"path\":\"/\"}", key);
+	assert_int_equal(req(line, &r, &canon, why), -1);
+	assert_non_null(strstr(why, "op 'x"));
+	msg = share_client_error(why);
+	assert_non_null(msg);
+	free(msg);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -282,6 +316,7 @@ int main(void)
 		cmocka_unit_test(test_replies_ok),
 		cmocka_unit_test(test_replies_refused),
 		cmocka_unit_test(test_made_lines),
+		cmocka_unit_test(test_refusal_quotes_whole_characters),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -8,6 +8,7 @@
 #include <jansson.h>
 
 #include "lib/base/json_text.h"
+#include "lib/base/utf8.h"
 
 static const char *const op_names[] = {
 	[SHARE_OP_STAT] = "stat",     [SHARE_OP_READDIR] = "readdir",
@@ -42,6 +43,19 @@ static int fail(char why[SHARE_WHY_MAX], const char *fmt, const char *arg)
 	return -1;
 }
 
+/* fail() quoting at most 40 bytes of s (valid UTF-8, a JSON string's),
+ * cut between characters: why goes into the client's error line, JSON. */
+static int fail_quoting(char why[SHARE_WHY_MAX], const char *fmt, const char *s)
+{
+	char q[41];
+	size_t n = strlen(s) < 40 ? strlen(s) : 40;
+
+	n = utf8_complete_prefix((const uint8_t *)s, n);
+	memcpy(q, s, n);
+	q[n] = '\0';
+	return fail(why, fmt, q);
+}
+
 static bool listed(const char *const *names, const char *key)
 {
 	for (; *names; names++)
@@ -60,7 +74,7 @@ static int only(const json_t *o, const char *const *base, const char *const *mor
 	json_object_foreach((json_t *)o, key, v)
 	{
 		if (!listed(base, key) && !listed(more, key))
-			return fail(why, "unknown field '%.40s'", key);
+			return fail_quoting(why, "unknown field '%s'", key);
 	}
 	return 0;
 }
@@ -220,7 +234,7 @@ static int op_of(const json_t *o, enum share_op *op, char why[SHARE_WHY_MAX])
 			return 0;
 		}
 	}
-	return fail(why, "op '%.40s' is not one of the protocol's", json_string_value(v));
+	return fail_quoting(why, "op '%s' is not one of the protocol's", json_string_value(v));
 }
 
 /* The op's own fields, checked, onto out. */
@@ -411,7 +425,8 @@ int share_reply_check(const char *line, size_t n, const struct share_req *req, c
 		return -1;
 	if (!req->id || id != req->id) {
 		snprintf(why, SHARE_WHY_MAX, "id %u is not the request outstanding", id);
-		goto bad;
+		json_decref(o);
+		return -2;
 	}
 	out = json_pack("{s:I}", "id", (json_int_t)id);
 	if (!out) {

@@ -72,7 +72,10 @@ struct share_req {
 int share_request_check(const char *line, size_t n, struct share_req *req, char **canon,
 			char why[SHARE_WHY_MAX]);
 
-/* A reply line from the client to req. 0 with *canon, or -1 with why. */
+/* A reply line from the client to req. 0 with *canon, or -1 with why;
+ * -2 with why for a reply that names another id than req's (none
+ * outstanding, or a late answer to one kiln-vmm gave up on): it says
+ * nothing about req, which still waits for its own answer. */
 int share_reply_check(const char *line, size_t n, const struct share_req *req, char **canon,
 		      char why[SHARE_WHY_MAX]);
 

@@ -197,7 +197,16 @@ static void client_line(struct share_relay *r, const char *line, size_t n)
 		client_error(r, "no request is outstanding (kiln-vmm gave up on it: too late)");
 		return;
 	}
-	if (share_reply_check(line, n, &r->pending, &canon, why)) {
+	switch (share_reply_check(line, n, &r->pending, &canon, why)) {
+	case 0:
+		break;
+	case -2:
+		/* Late (kiln-vmm gave up on it) or made up: the request
+		 * outstanding still waits for its own answer. */
+		snprintf(msg, sizeof(msg), "reply refused: %s (too late?)", why);
+		client_error(r, msg);
+		return;
+	default:
 		snprintf(msg, sizeof(msg), "reply refused: %s; the guest gets EIO", why);
 		to_vm_eio(r, r->pending.id);
 		r->pending.id = 0;

@@ -538,7 +538,8 @@ export class Shares {
 
 /** An example ShareObject: a tree in memory. */
 export class MemoryFS implements ShareObject {
-  constructor(files?: Record<string, string | Uint8Array>);
+  constructor(files?: Record<string, string | Uint8Array>, options?: { maxBytes?: number });
+  maxBytes: number;
   files: Map<string, Bytes>;
   dirs: Set<string>;
   stat(path: string): { type: 'file' | 'dir'; size: number; mode: number };

@@ -15,6 +15,7 @@ import { KilnError } from './errors.js';
 
 export const SHARE_PROTOCOL = 'kiln-fs';
 const LINE_MAX = 262144;
+const WAITING_MAX = 64; // request lines queued before the socket pauses
 const ERRORS = new Set(('ENOENT EEXIST ENOTDIR EISDIR ENOTEMPTY EACCES EPERM EROFS ENOSPC EINVAL EIO ' +
   'ENOSYS EFBIG ENAMETOOLONG').split(' '));
 const OPS = new Set(['stat', 'readdir', 'read', 'write', 'create', 'mkdir', 'unlink', 'rmdir', 'rename', 'truncate']);
@@ -23,6 +24,36 @@ const OPS = new Set(['stat', 'readdir', 'read', 'write', 'create', 'mkdir', 'unl
 export function errorName(e) {
   const code = e && typeof e.code === 'string' ? e.code : '';
   return ERRORS.has(code) ? code : 'EIO';
+}
+
+const IO_MAX = 131072;
+const PATH_MAX = 4096;
+const NAME_MAX = 255;
+const OFFSET_MAX = 2 ** 63 - 1; // as a double: offsets above 2^53 lose their low bits
+const MODE_MAX = 0o7777;
+
+/** An absolute path of the protocol: components neither empty, "." nor "..", no NUL, each at most 255 bytes, the whole at most 4096. */
+export function pathOk(p) {
+  if (typeof p !== 'string' || !p.startsWith('/') || p.includes('\0') || Buffer.byteLength(p) > PATH_MAX) return false;
+  if (p === '/') return true;
+  return p.slice(1).split('/').every((n) => n !== '' && n !== '.' && n !== '..' && Buffer.byteLength(n) <= NAME_MAX);
+}
+
+const intIn = (v, lo, hi) => Number.isInteger(v) && v >= lo && v <= hi;
+const B64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;
+const b64Ok = (v) => typeof v === 'string' && v.length <= Math.ceil(IO_MAX / 3) * 4 && B64.test(v);
+
+/** The request's fields are the protocol's (kilnd checks them; a compromised kilnd must not hand the object a path outside the share, such as "/../x", or a size of its choosing). */
+export function requestOk(req) {
+  if (!pathOk(req.path)) return false;
+  switch (req.op) {
+    case 'read': return intIn(req.offset, 0, OFFSET_MAX) && intIn(req.size, 1, IO_MAX);
+    case 'write': return intIn(req.offset, 0, OFFSET_MAX) && b64Ok(req.data);
+    case 'create': case 'mkdir': return intIn(req.mode, 0, MODE_MAX);
+    case 'rename': return pathOk(req.to);
+    case 'truncate': return intIn(req.size, 0, OFFSET_MAX);
+    default: return true;
+  }
 }
 
 function callArgs(req) {
@@ -68,6 +99,7 @@ function okReply(req, result) {
 export async function dispatch(obj, req) {
   const fn = OPS.has(req.op) && obj ? obj[req.op] : undefined;
   if (typeof fn !== 'function') return { id: req.id, error: 'ENOSYS' };
+  if (!requestOk(req)) return { id: req.id, error: 'EINVAL' };
   let result;
   try {
     result = await fn.apply(obj, callArgs(req));
@@ -75,7 +107,9 @@ export async function dispatch(obj, req) {
     return { id: req.id, error: errorName(e) };
   }
   try {
-    return okReply(req, result);
+    const out = okReply(req, result);
+    JSON.stringify(out); // a value no JSON line can carry (a BigInt): EIO now, not a missing answer
+    return out;
   } catch {
     return { id: req.id, error: 'EIO' };
   }
@@ -101,6 +135,8 @@ export class ShareServer {
     this.socket = socket;
     this.buf = Buffer.alloc(0);
     this.chain = Promise.resolve();
+    this.waiting = 0; // lines queued on chain, not yet answered
+    this.paused = false;
     this.closed = new Promise((resolve) => {
       socket.on('close', resolve);
     });
@@ -117,9 +153,24 @@ export class ShareServer {
     while ((nl = this.buf.indexOf(10)) >= 0) {
       const line = this.buf.subarray(0, nl).toString('utf8');
       this.buf = this.buf.subarray(nl + 1);
-      this.chain = this.chain.then(() => this.line(line));
+      // A line that throws must neither stop the chain nor be an unhandled rejection (which ends the process).
+      this.waiting++;
+      this.chain = this.chain.then(() => this.line(line)).catch(() => {}).finally(() => this.done());
+    }
+    // kilnd sends one request at a time; lines that pile up (a compromised kilnd) pause the socket.
+    if (this.waiting >= WAITING_MAX && !this.paused) {
+      this.paused = true;
+      this.socket.pause();
     }
     if (this.buf.length > LINE_MAX) this.socket.destroy();
+  }
+
+  done() {
+    this.waiting--;
+    if (this.paused && this.waiting <= WAITING_MAX / 4) {
+      this.paused = false;
+      this.socket.resume();
+    }
   }
 
   async line(text) {
@@ -131,7 +182,7 @@ export class ShareServer {
     }
     if (!msg || typeof msg !== 'object') return;
     if (msg.kind === 'error') {
-      this.errors.push(String(msg.message));
+      this.errors.push(typeof msg.message === 'string' ? msg.message : JSON.stringify(msg.message));
       return;
     }
     if (typeof msg.op !== 'string') return;
@@ -151,9 +202,10 @@ function fsError(code, path) {
   return e;
 }
 
-/** An example share object: a tree in memory. `files` maps each file's path to a Buffer; `dirs` holds the directories ('/' and any made or implied). The guest sees a share's files as root's, so MemoryFS reports every file 0666 and directory 0777: the sandbox's default user may write too. */
+/** An example share object: a tree in memory. `files` maps each file's path to a Buffer; `dirs` holds the directories ('/' and any made or implied). The guest sees a share's files as root's, so MemoryFS reports every file 0666 and directory 0777: the sandbox's default user may write too. The guest chooses offsets and sizes: the files together hold at most `maxBytes` (default 256 MiB; ENOSPC beyond; a write or truncate ending past it: EFBIG). */
 export class MemoryFS {
-  constructor(files = {}) {
+  constructor(files = {}, { maxBytes = 256 * 1024 * 1024 } = {}) {
+    this.maxBytes = maxBytes;
     this.files = new Map();
     this.dirs = new Set(['/']);
     for (const [p, v] of Object.entries(files)) {
@@ -168,6 +220,13 @@ export class MemoryFS {
   }
 
   static parent(p) { return p.slice(0, p.lastIndexOf('/')) || '/'; }
+
+  room(p, len) {
+    if (len > this.maxBytes) throw fsError('EFBIG', p);
+    let total = 0;
+    for (const b of this.files.values()) total += b.length;
+    if (total - this.files.get(p).length + len > this.maxBytes) throw fsError('ENOSPC', p);
+  }
 
   needDir(p) {
     if (this.files.has(p)) throw fsError('ENOTDIR', p);
@@ -202,6 +261,7 @@ export class MemoryFS {
   write(p, offset, data) {
     if (!this.files.has(p)) throw fsError('ENOENT', p);
     let old = this.files.get(p);
+    this.room(p, Math.max(old.length, offset + data.length));
     if (old.length < offset + data.length) old = Buffer.concat([old, Buffer.alloc(offset + data.length - old.length)]);
     data.copy(old, offset);
     this.files.set(p, old);
@@ -243,6 +303,11 @@ export class MemoryFS {
     if (!this.dirs.has(p) || p === '/') throw fsError('ENOENT', p);
     if (this.files.has(to)) throw fsError('ENOTDIR', to);
     if (to.startsWith(p + '/')) throw fsError('EINVAL', to);
+    if (to === p) return;
+    // Over a directory: only an empty one (an ancestor never is).
+    const under = to === '/' ? '/' : to + '/';
+    if (this.dirs.has(to) && [...this.files.keys(), ...this.dirs].some((x) => x !== '/' && x.startsWith(under))) throw fsError('ENOTEMPTY', to);
+    this.dirs.delete(to);
     const moved = (x) => (x === p || x.startsWith(p + '/') ? to + x.slice(p.length) : x);
     this.dirs = new Set([...this.dirs].map(moved));
     this.files = new Map([...this.files].map(([k, v]) => [moved(k), v]));
@@ -251,6 +316,7 @@ export class MemoryFS {
   truncate(p, size) {
     if (!this.files.has(p)) throw fsError('ENOENT', p);
     const old = this.files.get(p);
+    this.room(p, size);
     this.files.set(p, size <= old.length ? old.subarray(0, size) : Buffer.concat([old, Buffer.alloc(size - old.length)]));
   }
 }

@@ -133,6 +133,52 @@ test('fuzz: mutated MCP lines each get one answer and the server stays up', asyn
   assert.deepEqual(answers.at(-1).id === 'last' || answers.some((a) => a.id === 'last'), true);
 });
 
+test('fuzz: mutated share request lines never end the serving, reach MemoryFS only as the protocol\'s, and each op line gets one answer', async () => {
+  const rnd = prng(Number(process.env.KILN_FUZZ_SEED || 0x736872));
+  const { EventEmitter } = await import('node:events');
+  const sock = new EventEmitter();
+  sock.destroyed = false;
+  let text = '';
+  sock.write = (d) => { text += d; return true; };
+  sock.destroy = () => { sock.destroyed = true; sock.emit('close'); };
+  sock.pause = () => {};
+  sock.resume = () => {};
+  const rejections = [];
+  const onRejection = (e) => rejections.push(e);
+  process.on('unhandledRejection', onRejection);
+  const fs = new kiln.MemoryFS({ '/d/f': 'hello' });
+  const seen = [];
+  for (const op of ['stat', 'readdir', 'read', 'write', 'create', 'mkdir', 'unlink', 'rmdir', 'rename', 'truncate']) {
+    const orig = fs[op].bind(fs);
+    fs[op] = (...a) => { seen.push(a); return orig(...a); };
+  }
+  const srv = new kiln.ShareServer(0, fs, sock, Buffer.alloc(0));
+  const seeds = [
+    '{"id":1,"op":"stat","path":"/d/f"}', '{"id":2,"op":"readdir","path":"/d"}',
+    '{"id":3,"op":"read","path":"/d/f","offset":1,"size":3}', '{"id":4,"op":"write","path":"/d/f","offset":2,"data":"aGk="}',
+    '{"id":5,"op":"create","path":"/d/g","mode":420}', '{"id":6,"op":"rename","path":"/d/g","to":"/d/h"}',
+    '{"id":7,"op":"truncate","path":"/d/f","size":9}', '{"kind":"error","message":"refused"}',
+  ];
+  const rounds = Number(process.env.KILN_FUZZ_ROUNDS || 300) * 2;
+  let asked = 0;
+  for (let i = 0; i < rounds; i++) {
+    const line = mutate(seeds[i % seeds.length], rnd).toString('latin1').replace(/\n/g, ' ');
+    let msg;
+    try { msg = JSON.parse(line); } catch { msg = null; }
+    if (msg && typeof msg === 'object' && msg.kind !== 'error' && typeof msg.op === 'string') asked++;
+    srv.feed(Buffer.from(`${line}\n`, 'latin1'));
+  }
+  srv.feed(Buffer.from('{"id":"last","op":"stat","path":"/"}\n'));
+  await srv.chain;
+  process.off('unhandledRejection', onRejection);
+  assert.deepEqual(rejections, []);
+  const answers = text.split('\n').filter(Boolean).map((l) => JSON.parse(l));
+  assert.equal(answers.length, asked + 1);
+  assert.deepEqual(answers.at(-1), { id: 'last', type: 'dir', size: 0, mode: 0o777 });
+  const { pathOk } = await import('../src/shares.js');
+  for (const args of seen) assert.ok(pathOk(args[0]), JSON.stringify(args));
+});
+
 test('fuzz: write_file\'s base64 check takes every encoding of random bytes and only strings that decode to exactly their bytes', () => {
   const rnd = prng(Number(process.env.KILN_FUZZ_SEED || 0x623634));
   const rounds = Number(process.env.KILN_FUZZ_ROUNDS || 300) * 10;

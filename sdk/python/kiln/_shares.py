@@ -46,6 +46,63 @@ def error_name(exc: BaseException) -> str:
     return "EIO"
 
 
+IO_MAX = 131072  # bytes in one read or write
+PATH_MAX = 4096
+NAME_MAX = 255
+OFFSET_MAX = 2 ** 63 - 1
+MODE_MAX = 0o7777
+
+
+def path_ok(path: Any) -> bool:
+    """An absolute path of the protocol: components neither empty, "." nor
+    "..", no NUL, each at most NAME_MAX bytes, the whole at most PATH_MAX."""
+    if not isinstance(path, str) or not path.startswith("/") or "\0" in path:
+        return False
+    try:
+        if len(path.encode("utf-8")) > PATH_MAX:
+            return False
+    except UnicodeEncodeError:  # a lone surrogate: not a name kilnd sends
+        return False
+    if path == "/":
+        return True
+    return all(n not in ("", ".", "..") and len(n.encode("utf-8")) <= NAME_MAX
+               for n in path[1:].split("/"))
+
+
+def _int_in(v: Any, lo: int, hi: int) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool) and lo <= v <= hi
+
+
+def _b64_ok(v: Any) -> bool:
+    if not isinstance(v, str) or len(v) > (IO_MAX + 2) // 3 * 4:
+        return False
+    try:
+        base64.b64decode(v, validate=True)
+    except ValueError:
+        return False
+    return True
+
+
+def request_ok(req: dict[str, Any]) -> bool:
+    """The request's fields are the protocol's (kilnd checks them; a
+    compromised kilnd must not hand the object a path outside the share,
+    such as "/../x", or a size of its choosing)."""
+    op = req.get("op")
+    if not path_ok(req.get("path")):
+        return False
+    if op == "read":
+        return _int_in(req.get("offset"), 0, OFFSET_MAX) and _int_in(req.get("size"), 1, IO_MAX)
+    if op == "write":
+        return _int_in(req.get("offset"), 0, OFFSET_MAX) and _b64_ok(req.get("data"))
+    if op in ("create", "mkdir"):
+        return _int_in(req.get("mode"), 0, MODE_MAX)
+    if op == "rename":
+        return path_ok(req.get("to"))
+    if op == "truncate":
+        return _int_in(req.get("size"), 0, OFFSET_MAX)
+    return True
+
+
 def call_args(req: dict[str, Any]) -> tuple[Any, ...]:
     op, path = req["op"], req["path"]
     if op == "read":
@@ -97,7 +154,9 @@ def answer(req: dict[str, Any], call: Any) -> dict[str, Any]:
     if isinstance(call, BaseException):
         return {"id": req.get("id"), "error": error_name(call)}
     try:
-        return _ok(req, call)
+        out = _ok(req, call)
+        json.dumps(out, allow_nan=False)  # a value no JSON line can carry: EIO now
+        return out
     except Exception:  # a result of the wrong shape
         return {"id": req.get("id"), "error": "EIO"}
 
@@ -107,6 +166,8 @@ def dispatch(obj: Any, req: dict[str, Any]) -> dict[str, Any]:
     fn = lookup(obj, req)
     if fn is None:
         return {"id": req.get("id"), "error": "ENOSYS"}
+    if not request_ok(req):
+        return {"id": req.get("id"), "error": "EINVAL"}
     try:
         result = fn(*call_args(req))
     except Exception as e:  # noqa: BLE001 - every failure is an answer
@@ -135,7 +196,7 @@ def parse_line(line: bytes) -> Optional[dict[str, Any]]:
     refused reply: the message says why) and anything else."""
     try:
         msg = json.loads(line)
-    except ValueError:
+    except (ValueError, RecursionError):  # RecursionError: nested too deep
         return None
     if not isinstance(msg, dict) or "op" not in msg:
         return None
@@ -153,6 +214,9 @@ class ShareServer:
         self._obj = obj
         self._closed = threading.Event()
         self._sock, rest = conn.sock, conn.leftover
+        # The client's timeout bounded the upgrade (its last deadline is
+        # still on the socket); a share may be idle for hours.
+        self._sock.settimeout(None)
         self._thread = threading.Thread(target=self._run, args=(rest,), daemon=True,
                                         name=f"kiln-share-{index}")
         self._thread.start()
@@ -205,7 +269,7 @@ def note(errors: list[str], line: bytes) -> None:
     """kilnd's line about a reply it refused, kept for the caller."""
     try:
         msg = json.loads(line)
-    except ValueError:
+    except (ValueError, RecursionError):
         return
     if isinstance(msg, dict) and msg.get("kind") == "error":
         errors.append(str(msg.get("message")))
@@ -216,17 +280,30 @@ class MemoryFS:
     file's path to its bytes; directories are implied by the paths and
     ``dirs`` (an empty one stays listed). The guest sees a share's files as
     root's, so MemoryFS reports every file 0666 and directory 0777: the
-    sandbox's default user (uid 1000) may write too."""
+    sandbox's default user (uid 1000) may write too. The guest chooses
+    offsets and sizes: the files together hold at most ``max_bytes``
+    (ENOSPC beyond; a write or truncate ending past it: EFBIG)."""
 
     FILE_MODE = 0o666
     DIR_MODE = 0o777
+    MAX_BYTES = 256 << 20
 
-    def __init__(self, files: Optional[dict[str, bytes]] = None) -> None:
+    def __init__(self, files: Optional[dict[str, bytes]] = None,
+                 max_bytes: int = MAX_BYTES) -> None:
         self.files: dict[str, bytes] = dict(files or {})
         self.dirs: set[str] = {"/"}
+        self.max_bytes = max_bytes
         self._lock = threading.Lock()
         for p in list(self.files):
             self._parents(p)
+
+    def _room(self, path: str, new_len: int) -> None:
+        """path may become new_len bytes long (else EFBIG or ENOSPC)."""
+        if new_len > self.max_bytes:
+            raise OSError(errno_mod.EFBIG, path)
+        total = sum(len(v) for v in self.files.values())
+        if total - len(self.files[path]) + new_len > self.max_bytes:
+            raise OSError(errno_mod.ENOSPC, path)
 
     def _parents(self, path: str) -> None:
         parts = path.strip("/").split("/")[:-1]
@@ -277,6 +354,7 @@ class MemoryFS:
             if path not in self.files:
                 raise OSError(errno_mod.ENOENT, path)
             old = self.files[path]
+            self._room(path, max(len(old), offset + len(data)))
             if len(old) < offset:
                 old += b"\0" * (offset - len(old))
             self.files[path] = old[:offset] + data + old[offset + len(data):]
@@ -325,6 +403,13 @@ class MemoryFS:
                 raise OSError(errno_mod.ENOTDIR, to)
             if to.startswith(path + "/"):
                 raise OSError(errno_mod.EINVAL, to)
+            if to == path:
+                return
+            # Over a directory: only an empty one (an ancestor never is).
+            if to in self.dirs and any(p.startswith(to.rstrip("/") + "/")
+                                       for p in list(self.files) + list(self.dirs)):
+                raise OSError(errno_mod.ENOTEMPTY, to)
+            self.dirs.discard(to)
             prefix = path + "/"
             self.dirs = {to + d[len(path):] if d == path or d.startswith(prefix) else d for d in self.dirs}
             self.files = {to + p[len(path):] if p.startswith(prefix) else p: v for p, v in self.files.items()}
@@ -334,6 +419,7 @@ class MemoryFS:
             if path not in self.files:
                 raise OSError(errno_mod.ENOENT, path)
             old = self.files[path]
+            self._room(path, size)
             self.files[path] = old[:size] + b"\0" * max(0, size - len(old))
 
 
@@ -371,6 +457,8 @@ class AsyncShareServer:
                 fn = lookup(self._obj, req)
                 if fn is None:
                     reply = {"id": req.get("id"), "error": "ENOSYS"}
+                elif not request_ok(req):
+                    reply = {"id": req.get("id"), "error": "EINVAL"}
                 else:
                     try:
                         reply = answer(req, await maybe_await(fn(*call_args(req))))

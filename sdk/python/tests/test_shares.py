@@ -14,6 +14,7 @@ import os
 import socket
 import tempfile
 import threading
+import time
 import unittest
 
 import kiln
@@ -103,17 +104,108 @@ class TestDispatch(unittest.TestCase):
         self.assertIn("no share at guest path '/c'", str(c.exception))
 
 
+class TestHostileLines(unittest.TestCase):
+    """Lines a compromised kilnd could send: the object never sees a path
+    outside the share's tree or a field of the wrong kind, MemoryFS never
+    grows to a size the guest chose, and no line ends the serving."""
+
+    class Recorder:
+        def __init__(self) -> None:
+            self.calls: list[tuple] = []
+
+        def __getattr__(self, op: str):  # every op: recorded, answered ok
+            if op not in _shares._OPS:
+                raise AttributeError(op)
+
+            def fn(*args: object) -> object:
+                self.calls.append((op, *args))
+                return {"type": "file", "size": 0} if op == "stat" else None
+            return fn
+
+    def test_bad_paths_never_reach_the_object(self) -> None:
+        bad = ["/../x", "/a/../../etc/passwd", "..", "x", "", "//x", "/a//b", "/a/", "/./a",
+               "/a/.", "/a\x00b", "/" + "n" * 256, "/a" * 2049, 5, None, ["/"]]
+        for path in bad:
+            obj = self.Recorder()
+            got = _shares.dispatch(obj, req("stat", path))  # type: ignore[arg-type]
+            self.assertEqual(got, {"id": 9, "error": "EINVAL"}, path)
+            self.assertEqual(obj.calls, [], path)
+        obj = self.Recorder()
+        self.assertEqual(_shares.dispatch(obj, req("rename", "/a", to="/../b")), {"id": 9, "error": "EINVAL"})
+        self.assertEqual(_shares.dispatch(obj, req("rename", "/a", to="/b")), {"id": 9})
+        self.assertEqual(obj.calls, [("rename", "/a", "/b")])
+
+    def test_bad_fields_never_reach_the_object(self) -> None:
+        obj = self.Recorder()
+        for r in (req("read", "/f", offset=-1, size=1), req("read", "/f", offset=0, size=0),
+                  req("read", "/f", offset=0, size=131073), req("read", "/f", offset="0", size=1),
+                  req("read", "/f", offset=True, size=1), req("read", "/f", offset=2 ** 63, size=1),
+                  req("write", "/f", offset=0, data="a"), req("write", "/f", offset=0, data=7),
+                  req("write", "/f", offset=1.5, data="aGk="), req("truncate", "/f", size=-1),
+                  req("create", "/f", mode=0o10000), req("mkdir", "/d"), req("read", "/f")):
+            self.assertEqual(_shares.dispatch(obj, r), {"id": 9, "error": "EINVAL"}, r)
+        self.assertEqual(obj.calls, [])
+        self.assertEqual(_shares.dispatch(obj, req("read", "/f", offset=2 ** 63 - 1, size=131072)),
+                         {"id": 9, "data": ""})
+
+    def test_memoryfs_sizes_are_bounded(self) -> None:
+        fs = kiln.MemoryFS({"/f": b"ab"})
+        d = lambda *a, **k: _shares.dispatch(fs, req(*a, **k))  # noqa: E731
+        self.assertEqual(d("write", "/f", offset=2 ** 40, data="aGk="), {"id": 9, "error": "EFBIG"})
+        self.assertEqual(d("truncate", "/f", size=2 ** 40), {"id": 9, "error": "EFBIG"})
+        self.assertEqual(fs.files["/f"], b"ab")
+        small = kiln.MemoryFS(max_bytes=8)
+        self.assertEqual(_shares.dispatch(small, req("create", "/a", mode=0o644)), {"id": 9})
+        self.assertEqual(_shares.dispatch(small, req("create", "/b", mode=0o644)), {"id": 9})
+        self.assertEqual(_shares.dispatch(small, req("truncate", "/a", size=6)), {"id": 9})
+        self.assertEqual(_shares.dispatch(small, req("write", "/b", offset=0, data="aGk=")),
+                         {"id": 9, "size": 2})
+        self.assertEqual(_shares.dispatch(small, req("write", "/b", offset=2, data="aGk=")),
+                         {"id": 9, "error": "ENOSPC"})
+        self.assertEqual(_shares.dispatch(small, req("truncate", "/a", size=0)), {"id": 9})
+        self.assertEqual(_shares.dispatch(small, req("write", "/b", offset=2, data="aGk=")),
+                         {"id": 9, "size": 2})
+
+    def test_memoryfs_rename_of_a_directory_over_a_full_one(self) -> None:
+        # rename(2): a directory may replace an empty one, not one with
+        # entries (ENOTEMPTY), which also refuses a rename onto an ancestor.
+        fs = kiln.MemoryFS({"/x/a": b"1", "/y/b": b"2", "/p/q/r": b"3"})
+        fs.dirs.add("/e")
+        d = lambda *a, **k: _shares.dispatch(fs, req(*a, **k))  # noqa: E731
+        self.assertEqual(d("rename", "/x", to="/y"), {"id": 9, "error": "ENOTEMPTY"})
+        self.assertEqual(d("rename", "/p/q", to="/p"), {"id": 9, "error": "ENOTEMPTY"})
+        self.assertEqual(sorted(fs.files), ["/p/q/r", "/x/a", "/y/b"])
+        self.assertEqual(d("rename", "/x", to="/x"), {"id": 9})
+        self.assertEqual(d("rename", "/x", to="/e"), {"id": 9})
+        self.assertEqual(sorted(fs.files), ["/e/a", "/p/q/r", "/y/b"])
+        self.assertNotIn("/x", fs.dirs)
+
+    def test_a_result_json_cannot_carry_is_eio(self) -> None:
+        class Obj:
+            def stat(self, path: str) -> dict:
+                return {"type": "file", "size": 1, "mtime": object()}
+
+        self.assertEqual(_shares.dispatch(Obj(), req("stat", "/f")), {"id": 9, "error": "EIO"})
+
+    def test_a_deeply_nested_line_is_dropped(self) -> None:
+        self.assertIsNone(_shares.parse_line(b"[" * 200000))
+        errs: list[str] = []
+        _shares.note(errs, b'{"kind":"error","message":' + b"[" * 200000 + b"}")
+        self.assertEqual(errs, [])
+
+
 class FakeShareKilnd:
     """A socket that answers the upgrade with `status` and then sends one
     request line and keeps the reply."""
 
-    def __init__(self, status: int = 101) -> None:
+    def __init__(self, status: int = 101, delay: float = 0) -> None:
         self.dir = tempfile.mkdtemp(prefix="kiln-sdk-share.")
         self.path = os.path.join(self.dir, "k.sock")
         self.s = socket.socket(socket.AF_UNIX)
         self.s.bind(self.path)
         self.s.listen(1)
         self.status = status
+        self.delay = delay
         self.head = b""
         self.reply = b""
         self.t = threading.Thread(target=self._run, daemon=True)
@@ -130,7 +222,9 @@ class FakeShareKilnd:
             c.close()
             return
         c.sendall(b"HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: kiln-fs\r\n\r\n"
-                  b'{"kind":"error","message":"first"}\n{"id":3,"op":"stat","path":"/f"}\n')
+                  b'{"kind":"error","message":"first"}\n')
+        time.sleep(self.delay)  # a share idle for a while
+        c.sendall(b'{"id":3,"op":"stat","path":"/f"}\n')
         while not self.reply.endswith(b"\n"):
             got = c.recv(1)
             if not got:
@@ -156,6 +250,19 @@ class TestServers(unittest.TestCase):
                 self.assertIn(b"Upgrade: kiln-fs", fake.head)
                 self.assertEqual(json.loads(fake.reply), {"id": 3, "type": "file", "size": 2, "mode": 0o666})
                 self.assertEqual(srv.errors, ["first"])
+        finally:
+            fake.close()
+
+    def test_sync_server_outlives_the_client_timeout(self) -> None:
+        # A share may be idle for longer than the client's timeout (which
+        # bounds the upgrade only): the next request is still served.
+        fake = FakeShareKilnd(delay=1.2)
+        try:
+            sb = kiln.Sandbox(kiln.Kiln(fake.path, timeout=0.5), {"id": "sb1"})
+            with sb.shares.serve(0, kiln.MemoryFS({"/f": b"xy"})) as srv:
+                fake.t.join(5)
+                self.assertEqual(json.loads(fake.reply), {"id": 3, "type": "file", "size": 2, "mode": 0o666})
+                self.assertTrue(srv.serving)
         finally:
             fake.close()
 
