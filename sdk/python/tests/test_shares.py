@@ -16,6 +16,7 @@ import tempfile
 import threading
 import time
 import unittest
+from typing import Optional
 
 import kiln
 from kiln import _shares, errors
@@ -196,7 +197,8 @@ class TestHostileLines(unittest.TestCase):
 
 class FakeShareKilnd:
     """A socket that answers the upgrade with `status` and then sends one
-    request line and keeps the reply."""
+    request line and keeps the reply; the connection stays open until
+    close(), as kilnd's does (a close would end the serving)."""
 
     def __init__(self, status: int = 101, delay: float = 0) -> None:
         self.dir = tempfile.mkdtemp(prefix="kiln-sdk-share.")
@@ -208,11 +210,13 @@ class FakeShareKilnd:
         self.delay = delay
         self.head = b""
         self.reply = b""
+        self.c: Optional[socket.socket] = None
         self.t = threading.Thread(target=self._run, daemon=True)
         self.t.start()
 
     def _run(self) -> None:
         c, _ = self.s.accept()
+        self.c = c
         while b"\r\n\r\n" not in self.head:
             self.head += c.recv(1)
         if self.status != 101:
@@ -230,9 +234,10 @@ class FakeShareKilnd:
             if not got:
                 break
             self.reply += got
-        c.close()
 
     def close(self) -> None:
+        if self.c:
+            self.c.close()
         self.s.close()
         os.unlink(self.path)
         os.rmdir(self.dir)
