@@ -222,7 +222,7 @@ static void test_no_server_is_eio_at_once(void **state)
 	int64_t t0 = mono_ms();
 
 	assert_int_equal(lookup(f), -EIO);
-	assert_true(mono_ms() - t0 < 100);
+	assert_true(mono_ms() - t0 < 250); /* at once: well under the 300 ms timeout */
 	assert_int_equal(f->io.st.unreachable, 1);
 	assert_non_null(strstr(f->logged, "cannot connect"));
 	assert_non_null(strstr(f->logged, "virtio-fs mem:"));
@@ -239,7 +239,7 @@ static void test_silent_server_times_out(void **state)
 	start(f, SILENT);
 	assert_int_equal(lookup(f), -EIO);
 	took = mono_ms() - t0;
-	assert_true(took >= 290 && took < 1000);
+	assert_true(took >= 290 && took < 5000);
 	assert_int_equal(f->io.st.timeouts, 1);
 	assert_int_equal(f->io.fd, -1);
 	assert_non_null(strstr(f->logged, "no reply within the timeout"));
@@ -247,7 +247,7 @@ static void test_silent_server_times_out(void **state)
 	 * device thread one timeout per notification, not one per request. */
 	t0 = mono_ms();
 	assert_int_equal(lookup(f), -EIO);
-	assert_true(mono_ms() - t0 < 100);
+	assert_true(mono_ms() - t0 < 250); /* at once: well under the 300 ms timeout */
 	assert_int_equal(f->io.st.shed, 1);
 	assert_int_equal(f->io.st.connects, 1);
 	/* The next batch's request connects again (never in a loop: one per
