@@ -45,7 +45,8 @@ escape_run() {
   fi
   # The sandbox's egress proxy as kilnd lays it out: its directory (its
   # uid's, 0700: the CA's key, the secrets), its process (that uid, a pid
-  # namespace of its own) and vm/egress.sock (targets.py binds it).
+  # namespace of its own) and vm/egress.sock (targets.py binds it, and a
+  # client share's vm/share-0.sock).
   mkdir -p "$d/egress"
   echo "kiln-escape ca key" >"$d/egress/ca.key"
   echo '{"github": "kiln-escape-secret"}' >"$d/egress/secrets.json"
@@ -76,7 +77,8 @@ escape_run() {
     "$d/share" \
     timeout -k 5 "$BOOT_TIMEOUT" ${escape_park:+tests/escape/park_start.py} "$ESCAPE" --canary "$d/canary" --tcp "$port" --addr "$ESCAPE_HOST_ADDR" \
     --abstract "$name" --unix "$d/host.sock" --pid "$marker" \
-    --egress-dir "$d/egress" --egress-pid "${proxy:-0}" --egress-sock "$d/vm/egress.sock" "${target[@]}" -- \
+    --egress-dir "$d/egress" --egress-pid "${proxy:-0}" --egress-sock "$d/vm/egress.sock" \
+    --share-sock "$d/vm/share-0.sock" "${target[@]}" -- \
     --kernel "$VMLINUX" --initrd "$INITRD" --mem 64 --jail "$d/vm" --uid $uid --gid $uid \
     --share "fd=7:escape" --vsock "$d/vm/vsock" --control "$d/vm/control" "${args[@]}" 2>"$d/err") || rc=$?
   err=$(cat "$d/err")
@@ -85,6 +87,7 @@ escape_run() {
   # pid 1 of its namespace: only SIGKILL reaches it from outside
   [ -n "$proxy" ] && kill -9 "$proxy" 2>/dev/null
   egress_accepted=$(cat "$d/egress-accepted" 2>/dev/null)
+  share_accepted=$(cat "$d/share-accepted" 2>/dev/null)
   wait $tpid 2>/dev/null
   printf '%s\n' "$out" | sed 's/^/    /'
   reached=$(cat "$d/reached" 2>/dev/null)
@@ -96,6 +99,8 @@ escape_check() {
   [ -z "$reached" ] || fail "a host target accepted a connection from the jailed VMM: $reached" || return 1
   # Its one way out: the jail alone (no filter) connects to vm/egress.sock.
   [ -n "$egress_accepted" ] || fail "the jailed VMM could not connect to vm/egress.sock" || return 1
+  # And to a client share's socket, kilnd's relay (which checks every line).
+  [ -n "$share_accepted" ] || fail "the jailed VMM could not connect to vm/share-0.sock" || return 1
   printf '%s\n' "$out" | grep -q 'ESCAPED' && { fail "an attempt escaped"; return 1; }
   expect_rc 0 || return 1
   printf '%s\n' "$out" | grep -qE '^escape: [0-9]+ attempts, [0-9]+ blocked, 0 escaped$' ||

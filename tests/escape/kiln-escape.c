@@ -81,6 +81,8 @@ struct target {
 	/* The egress proxy's directory, process and socket (kilnd's layout). */
 	const char *egress_dir, *egress_sock;
 	pid_t egress_pid;
+	/* A client share's socket (kilnd's vm/share-N.sock). */
+	const char *share_sock;
 	const char *addrs[MAX_ADDRS];
 	int naddrs, tcp_port;
 	pid_t pid;
@@ -545,6 +547,30 @@ static int try_egress(const struct target *t, char *msg)
 		   (int)t->egress_pid, conn);
 }
 
+/*
+ * A client share's socket (vm/share-N.sock, kilnd's relay: docs/security.md,
+ * "Client shares"): like the egress proxy's, a thing the VMM may connect
+ * to, said in the line, not judged (kilnd checks every line it sends;
+ * kilnd_shares_test tries hostile ones). Nothing else of kilnd's is there.
+ */
+static int try_share_sock(const struct target *t, char *msg)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	const char *conn;
+	int fd;
+
+	if (!t->share_sock || strlen(t->share_sock) >= sizeof(sa.sun_path))
+		return say(msg, BLOCKED, "no client share given");
+	strcpy(sa.sun_path, t->share_sock);
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	conn = fd < 0                                                  ? strerror(errno)
+		: connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0 ? "connects"
+								       : strerror(errno);
+	if (fd >= 0)
+		close(fd);
+	return say(msg, BLOCKED, "a client share's socket: %s", conn);
+}
+
 static int try_privileges(const struct target *t, char *msg)
 {
 	(void)t;
@@ -671,6 +697,7 @@ static const struct attempt attempts[] = {
 	{ "frames into passt", try_passt, 1 },
 	{ "signals and ptrace", try_processes, 1 },
 	{ "the egress proxy", try_egress, 1 },
+	{ "a client share's socket", try_share_sock, 1 },
 	{ "root, mount, chroot", try_privileges, 1 },
 	{ "namespaces", try_namespaces, 0 },
 	{ "open by handle", try_handle, 1 },
@@ -757,7 +784,7 @@ static int usage(const char *why)
 	fprintf(stderr,
 		"kiln-escape: %s\nusage: kiln-escape [--canary FILE] [--tcp PORT] [--addr IPV4]... "
 		"[--abstract NAME] [--unix PATH] [--pid PID] [--graft DIR] [--egress-dir DIR "
-		"--egress-pid PID --egress-sock PATH] -- KILN-VMM-OPTIONS...\n",
+		"--egress-pid PID --egress-sock PATH] [--share-sock PATH] -- KILN-VMM-OPTIONS...\n",
 		why);
 	return 2;
 }
@@ -791,6 +818,8 @@ static int parse_target(int argc, char **argv, struct target *t, int *rest)
 			t->egress_sock = v;
 		else if (!strcmp(argv[i], "--egress-pid"))
 			t->egress_pid = (pid_t)atoi(v);
+		else if (!strcmp(argv[i], "--share-sock"))
+			t->share_sock = v;
 		else
 			return usage("unknown option");
 	}

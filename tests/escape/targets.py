@@ -10,7 +10,8 @@ that got through). Ends by itself after 900 s, or when DIR/stop appears.
 targets.py DIR JAIL-UID: also the egress proxy's socket as kilnd binds it,
 DIR/vm/egress.sock (root's bind, then the jail uid's, 0600): the one new
 thing the VMM may connect to; each connection is a line in
-DIR/egress-accepted, not DIR/reached.
+DIR/egress-accepted, not DIR/reached. So is a client share's socket,
+DIR/vm/share-0.sock (DIR/share-accepted).
 """
 import os
 import select
@@ -30,24 +31,35 @@ abstract.listen(16)
 path = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
 path.bind(os.path.join(d, "host.sock"))
 path.listen(16)
-egress = None
+
+def jail_socket(name):
+    """DIR/vm/NAME as kilnd binds it (sandbox_jail_listen): root's bind,
+    then the jail uid's, 0600."""
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.bind(os.path.join(d, "vm", name))
+    os.chown(os.path.join(d, "vm", name), int(sys.argv[2]), int(sys.argv[2]))
+    os.chmod(os.path.join(d, "vm", name), 0o600)
+    s.listen(16)
+    return s
+
+
+egress = share = None
 if len(sys.argv) > 2:
-    egress = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    egress.bind(os.path.join(d, "vm", "egress.sock"))
-    os.chown(os.path.join(d, "vm", "egress.sock"), int(sys.argv[2]), int(sys.argv[2]))
-    os.chmod(os.path.join(d, "vm", "egress.sock"), 0o600)
-    egress.listen(16)
+    egress = jail_socket("egress.sock")
+    share = jail_socket("share-0.sock")
 with open(os.path.join(d, "ready.tmp"), "w") as f:
     f.write("%d %s\n" % (tcp.getsockname()[1], name))
 os.rename(os.path.join(d, "ready.tmp"), os.path.join(d, "ready"))
 socks = {tcp: "tcp", abstract: "abstract", path: "unix"}
 if egress:
     socks[egress] = "egress"
+    socks[share] = "share"
 end = time.monotonic() + 900
 while time.monotonic() < end and not os.path.exists(os.path.join(d, "stop")):
     ready, _, _ = select.select(list(socks), [], [], 0.5)
     for s in ready:
         c, peer = s.accept()
-        with open(os.path.join(d, "egress-accepted" if s is egress else "reached"), "a") as f:
+        log = {egress: "egress-accepted", share: "share-accepted"}.get(s, "reached")
+        with open(os.path.join(d, log), "a") as f:
             f.write("%s %s\n" % (socks[s], peer))
         c.close()
